@@ -1,0 +1,190 @@
+#include "checks/check.h"
+
+#include "errors.h"
+#include "runner/op_recorder.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace grader {
+
+const CaseRun& JudgeInput::at(const std::string& id) const {
+  auto found = cases.find(id);
+  if (found == cases.end()) throw GraderFault("no case '" + id + "' was planned");
+  return found->second;
+}
+
+CheckResult ResultBuilder::pass(const std::string& check, const std::string& message) const {
+  const auto& spec = exercise_.check(check);
+  return {spec.id, spec.focus_point, spec.covers, CheckStatus::passed, message, {}, {}};
+}
+
+CheckResult ResultBuilder::fail(const std::string& check, const std::string& message,
+                                std::vector<std::string> evidence) const {
+  const auto& spec = exercise_.check(check);
+  return {spec.id, spec.focus_point, spec.covers, CheckStatus::failed, message, std::move(evidence), {}};
+}
+
+CheckResult ResultBuilder::skip(const std::string& check, const std::string& reason) const {
+  const auto& spec = exercise_.check(check);
+  return {spec.id, spec.focus_point, spec.covers, CheckStatus::skipped, reason, {}, {}};
+}
+
+CheckResult ResultBuilder::fail_with_mistake(const std::string& check, const std::string& mistake_id,
+                                             std::vector<std::string> evidence) const {
+  const auto& mistake = exercise_.mistake(mistake_id);
+  auto result = fail(check, mistake.title + ": " + mistake.explanation, std::move(evidence));
+  result.focus_point = mistake.focus_point;
+  result.mistake = mistake.id;
+  return result;
+}
+
+CheckResult ResultBuilder::threw(const std::string& check, const CaseRun& run) const {
+  auto error = run.error();
+  auto newline = error.find('\n');
+  if (newline != std::string::npos) error = error.substr(0, newline);
+  return fail(check, "your code threw an error on " + run.describe() + ": " + error);
+}
+
+std::string shape_string(at::IntArrayRef sizes) {
+  std::ostringstream out;
+  out << '(';
+  for (size_t i = 0; i < sizes.size(); ++i) out << (i ? ", " : "") << sizes[i];
+  out << ')';
+  return out.str();
+}
+
+namespace {
+
+std::string format_number(double value) {
+  std::ostringstream out;
+  out.precision(6);
+  out << value;
+  return out.str();
+}
+
+std::string index_string(int64_t flat, at::IntArrayRef sizes) {
+  std::vector<int64_t> index(sizes.size());
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    index[d] = sizes[d] ? flat % sizes[d] : 0;
+    flat = sizes[d] ? flat / sizes[d] : 0;
+  }
+  return shape_string(index);
+}
+
+}  // namespace
+
+Comparison compare(const at::Tensor& expected, const at::Tensor& got, const Tolerance& tolerance) {
+  if (!got.defined()) return {false, "no tensor was returned"};
+  if (got.sizes() != expected.sizes()) {
+    return {false, "shape " + shape_string(got.sizes()) + ", expected " + shape_string(expected.sizes())};
+  }
+  if (expected.numel() == 0) return {true, "empty"};
+  auto want = expected.to(at::kDouble);
+  auto have = got.to(at::kDouble);
+  auto nan_want = at::isnan(want);
+  auto nan_have = at::isnan(have);
+  auto diff = (have - want).abs();
+  auto allowed = tolerance.atol + tolerance.rtol * want.abs();
+  // Equal infinities give NaN differences: treat exact equality as a match.
+  auto bad = (diff > allowed) | (nan_want != nan_have) | (diff.isnan() & (have != want) & ~nan_want);
+  auto error = at::where(nan_want | nan_have, at::zeros_like(diff), diff.nan_to_num(0, 0, 0));
+  double max_error = error.max().item<double>();
+  if (!bad.any().item<bool>()) {
+    return {true, "max abs error " + format_number(max_error)};
+  }
+  auto flat = bad.flatten().nonzero().flatten();
+  int64_t first = flat[0].item<int64_t>();
+  // Point at the worst element, unless the trouble is NaN or infinity.
+  auto worst = error.flatten().argmax().item<int64_t>();
+  if (!bad.flatten()[worst].item<bool>()) worst = first;
+  std::ostringstream out;
+  out << flat.numel() << " of " << want.numel() << " elements differ; max abs error " << format_number(max_error)
+      << "; at " << index_string(worst, want.sizes()) << " expected " << format_number(want.flatten()[worst].item<double>())
+      << ", got " << format_number(have.flatten()[worst].item<double>());
+  return {false, out.str()};
+}
+
+std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& name, std::string& why_not) {
+  if (run.threw()) {
+    why_not = "your code threw: " + run.error();
+    return std::nullopt;
+  }
+  auto dtype = run.response.string_or(name + ".dtype", "");
+  if (dtype == "undefined") {
+    why_not = "the returned " + name + " tensor is undefined";
+    return std::nullopt;
+  }
+  auto found = run.response.tensors.find(name);
+  if (found == run.response.tensors.end()) {
+    why_not = "no " + name + " came back";
+    return std::nullopt;
+  }
+  return found->second;
+}
+
+std::optional<std::string> diagnose(const Exercise& exercise, const std::map<std::string, at::Tensor>& learner,
+                                    const MistakeReplay& replay, const Tolerance& tolerance) {
+  for (const auto& mistake : exercise.mistakes) {
+    auto expected = replay(mistake.id);
+    if (expected.empty()) continue;
+    bool all_match = true;
+    for (const auto& [name, tensor] : expected) {
+      auto got = learner.find(name);
+      if (got == learner.end() || !compare(tensor, got->second, tolerance).ok) {
+        all_match = false;
+        break;
+      }
+    }
+    if (all_match) return mistake.id;
+  }
+  return std::nullopt;
+}
+
+CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input) {
+  const auto& exercise = results.exercise();
+  std::set<std::string> found;
+  bool tampered = false;
+  for (const auto& [id, run] : input.cases) {
+    if (run.response.integer_or("recording_intact", 0) == 0) tampered = true;
+    for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
+      for (const auto& pattern : exercise.forbidden_operators) {
+        if (op.find(pattern) != std::string::npos) found.insert(op);
+      }
+    }
+  }
+  for (const auto& symbol : input.forbidden_symbols) found.insert(symbol);
+  if (tampered) {
+    return results.fail("no_builtins", "your code switched off LibTorch's operator recording, which the grader relies on");
+  }
+  if (!found.empty()) {
+    std::vector<std::string> evidence(found.begin(), found.end());
+    return results.fail("no_builtins",
+                        "your code uses a built-in that implements the exercise for you; build it from basic operations "
+                        "(matmul, softmax, masked_fill, ...)",
+                        evidence);
+  }
+  return results.pass("no_builtins", "only basic operations ran");
+}
+
+void require_same_ids(const Exercise& exercise, const std::string& what, const std::vector<std::string>& declared,
+                      const std::vector<std::string>& implemented) {
+  std::set<std::string> want(declared.begin(), declared.end()), have(implemented.begin(), implemented.end());
+  for (const auto& id : want) {
+    if (!have.count(id)) {
+      throw ConfigError((exercise.dir / "exercise.yaml").string() + ": " + what + " '" + id +
+                        "' has no implementation in grader/checks/" + exercise.id);
+    }
+  }
+  for (const auto& id : have) {
+    if (!want.count(id)) {
+      throw ConfigError((exercise.dir / "exercise.yaml").string() + ": " + what + " '" + id +
+                        "' is implemented but not declared");
+    }
+  }
+}
+
+}  // namespace grader

@@ -1,0 +1,109 @@
+// What every exercise's checks share: results tied to focus points, the cases
+// the child ran, comparison against the reference, and diagnosis of known
+// mistakes. Parent side only: this code never runs in the learner's process.
+#pragma once
+
+#include "exercise.h"
+#include "wire.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace grader {
+
+enum class CheckStatus { passed, failed, skipped };
+
+struct CheckResult {
+  std::string id;
+  std::string focus_point;          // the focus point this result counts for (or against)
+  std::vector<std::string> covers;  // further focus points a pass vouches for
+  CheckStatus status = CheckStatus::skipped;
+  std::string message;              // one line the learner can act on
+  std::vector<std::string> evidence;  // inputs, expected vs got, max error
+  std::string mistake;              // id of the diagnosed known mistake, if any
+};
+
+// One case as planned by the parent and answered by the child.
+struct CaseRun {
+  wire::Record request;
+  wire::Record response;
+
+  bool threw() const { return response.strings.count("error") > 0; }
+  std::string error() const { return response.string_or("error", ""); }
+  std::string describe() const { return request.string_or("describe", request.string("case")); }
+};
+
+struct JudgeInput {
+  std::map<std::string, CaseRun> cases;          // by case id
+  std::vector<std::string> forbidden_symbols;  // found in the compiled submission
+  const CaseRun& at(const std::string& id) const;
+};
+
+class Suite {
+ public:
+  virtual ~Suite() = default;
+  // The cases the child must run, with fresh inputs drawn from `seed`. Each
+  // request has a unique "case" string and a "seed" integer.
+  virtual std::vector<wire::Record> plan(uint64_t seed) = 0;
+  // One result per check declared in exercise.yaml, in that order.
+  virtual std::vector<CheckResult> judge(const JudgeInput& input) = 0;
+};
+
+// The suite for an exercise; throws ConfigError if exercise.yaml and the check
+// code disagree (a check or mistake without code, or code without an entry).
+std::unique_ptr<Suite> make_suite(const Exercise& exercise);
+
+// ---- helpers for suites -------------------------------------------------
+
+// Builds results for the checks of one exercise.
+class ResultBuilder {
+ public:
+  explicit ResultBuilder(const Exercise& exercise) : exercise_(exercise) {}
+  CheckResult pass(const std::string& check, const std::string& message) const;
+  CheckResult fail(const std::string& check, const std::string& message, std::vector<std::string> evidence = {}) const;
+  CheckResult skip(const std::string& check, const std::string& reason) const;
+  // A failure explained by a known mistake: counted against the mistake's focus point.
+  CheckResult fail_with_mistake(const std::string& check, const std::string& mistake_id,
+                                std::vector<std::string> evidence) const;
+  // The learner's code threw while running the case.
+  CheckResult threw(const std::string& check, const CaseRun& run) const;
+  const Exercise& exercise() const { return exercise_; }
+
+ private:
+  const Exercise& exercise_;
+};
+
+struct Comparison {
+  bool ok = false;
+  std::string detail;  // "max abs error 0.31 at [0, 1, 2, 3] (expected 0.25, got 0.56)"
+};
+
+// Compares a learner tensor with the expected one: same shape, every element
+// within atol + rtol * |expected|; NaN only where NaN is expected.
+Comparison compare(const at::Tensor& expected, const at::Tensor& got, const Tolerance& tolerance);
+
+// The learner's tensor `name` from a response, or an explanation of why there is none.
+std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& name, std::string& why_not);
+
+// First known mistake whose replay matches every given learner tensor.
+using MistakeReplay = std::function<std::map<std::string, at::Tensor>(const std::string& mistake_id)>;
+std::optional<std::string> diagnose(const Exercise& exercise, const std::map<std::string, at::Tensor>& learner,
+                                    const MistakeReplay& replay, const Tolerance& tolerance);
+
+// The shared no_builtins check: operators that ran and symbols compiled in.
+CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input);
+
+std::string shape_string(at::IntArrayRef sizes);
+
+// Throws ConfigError unless `implemented` and the ids declared in exercise.yaml
+// (`what`: "check" or "mistake") are the same set.
+void require_same_ids(const Exercise& exercise, const std::string& what, const std::vector<std::string>& declared,
+                      const std::vector<std::string>& implemented);
+
+}  // namespace grader

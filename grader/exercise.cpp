@@ -1,0 +1,204 @@
+#include "exercise.h"
+
+#include "errors.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+
+namespace grader {
+namespace fs = std::filesystem;
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Reads fields with messages that name the file and the field.
+class Reader {
+ public:
+  explicit Reader(fs::path file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ConfigError(file_.string() + ": " + what);
+  }
+  std::string text(const YAML::Node& node, const std::string& key) const {
+    auto value = node[key];
+    if (!value || !value.IsScalar() || value.Scalar().empty()) fail("'" + key + "' must be a non-empty string");
+    return value.Scalar();
+  }
+  double number(const YAML::Node& node, const std::string& key, double fallback) const {
+    auto value = node[key];
+    if (!value) return fallback;
+    try {
+      return value.as<double>();
+    } catch (const YAML::Exception&) {
+      fail("'" + key + "' must be a number");
+    }
+  }
+  std::vector<std::string> texts(const YAML::Node& node, const std::string& key, bool required) const {
+    auto value = node[key];
+    std::vector<std::string> out;
+    if (!value) {
+      if (required) fail("'" + key + "' is missing");
+      return out;
+    }
+    if (!value.IsSequence()) fail("'" + key + "' must be a list");
+    for (const auto& item : value) {
+      if (!item.IsScalar()) fail("'" + key + "' must be a list of strings");
+      out.push_back(item.Scalar());
+    }
+    return out;
+  }
+  YAML::Node list(const YAML::Node& node, const std::string& key) const {
+    auto value = node[key];
+    if (!value || !value.IsSequence() || value.size() == 0) fail("'" + key + "' must be a non-empty list");
+    return value;
+  }
+
+ private:
+  fs::path file_;
+};
+
+}  // namespace
+
+const FocusPoint& Exercise::focus_point(const std::string& wanted) const {
+  for (const auto& point : focus_points) {
+    if (point.id == wanted) return point;
+  }
+  throw GraderFault("exercise " + id + " has no focus point '" + wanted + "'");
+}
+
+const CheckSpec& Exercise::check(const std::string& wanted) const {
+  for (const auto& spec : checks) {
+    if (spec.id == wanted) return spec;
+  }
+  throw GraderFault("exercise " + id + " declares no check '" + wanted + "'");
+}
+
+const Mistake& Exercise::mistake(const std::string& wanted) const {
+  for (const auto& entry : mistakes) {
+    if (entry.id == wanted) return entry;
+  }
+  throw GraderFault("exercise " + id + " declares no mistake '" + wanted + "'");
+}
+
+const Tolerance& Exercise::tolerance(const std::string& dtype) const {
+  auto found = tolerances.find(dtype);
+  if (found == tolerances.end()) throw GraderFault("exercise " + id + " has no tolerance for " + dtype);
+  return found->second;
+}
+
+Exercise load_exercise(const fs::path& dir) {
+  auto file = dir / "exercise.yaml";
+  Reader read(file);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file.string());
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(file.string() + ": cannot read the file");
+  } catch (const YAML::Exception& error) {
+    throw ConfigError(file.string() + ": not valid YAML: " + error.what());
+  }
+  if (!root.IsMap()) read.fail("the top level must be a mapping");
+
+  Exercise exercise;
+  exercise.dir = dir;
+  exercise.id = read.text(root, "id");
+  if (exercise.id != dir.filename().string()) read.fail("id '" + exercise.id + "' differs from its folder name");
+  exercise.title = read.text(root, "title");
+  exercise.learner_files = read.texts(root, "learner_files", true);
+  if (exercise.learner_files.empty()) read.fail("'learner_files' is empty");
+  exercise.interface_header = read.text(root, "interface");
+  for (const auto& name : exercise.learner_files) {
+    if (!fs::exists(dir / name)) read.fail("learner file '" + name + "' does not exist");
+  }
+  if (!fs::exists(dir / exercise.interface_header)) read.fail("interface '" + exercise.interface_header + "' does not exist");
+
+  auto limits = root["limits"];
+  if (limits) {
+    exercise.run_seconds = read.number(limits, "run_seconds", exercise.run_seconds);
+    exercise.compile_seconds = read.number(limits, "compile_seconds", exercise.compile_seconds);
+  }
+  if (exercise.run_seconds <= 0 || exercise.compile_seconds <= 0) read.fail("limits must be positive");
+
+  auto tolerances = root["tolerances"];
+  if (!tolerances || !tolerances.IsMap()) read.fail("'tolerances' must map float32/float64 to {rtol, atol}");
+  for (const char* dtype : {"float32", "float64"}) {
+    auto entry = tolerances[dtype];
+    if (!entry || !entry.IsMap()) read.fail(std::string("'tolerances' has no ") + dtype + " entry");
+    Tolerance tolerance{read.number(entry, "rtol", -1), read.number(entry, "atol", -1)};
+    if (tolerance.rtol < 0 || tolerance.atol < 0) read.fail(std::string("tolerance for ") + dtype + " needs rtol and atol >= 0");
+    exercise.tolerances[dtype] = tolerance;
+  }
+  exercise.forbidden_operators = read.texts(root, "forbidden_operators", false);
+  exercise.forbidden_symbols = read.texts(root, "forbidden_symbols", false);
+  exercise.parameters = read.texts(root, "parameters", false);
+
+  std::set<std::string> points;
+  for (const auto& node : read.list(root, "focus_points")) {
+    FocusPoint point{read.text(node, "id"), read.text(node, "title"), read.text(node, "explanation")};
+    if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");
+    exercise.focus_points.push_back(point);
+  }
+  auto known_point = [&](const std::string& id, const std::string& where) {
+    if (!points.count(id)) read.fail(where + " names unknown focus point '" + id + "'");
+  };
+  std::set<std::string> check_ids;
+  for (const auto& node : read.list(root, "checks")) {
+    CheckSpec spec{read.text(node, "id"), read.text(node, "focus_point"), read.texts(node, "covers", false),
+                   read.text(node, "title")};
+    if (!check_ids.insert(spec.id).second) read.fail("check '" + spec.id + "' is declared twice");
+    known_point(spec.focus_point, "check '" + spec.id + "'");
+    for (const auto& covered : spec.covers) known_point(covered, "check '" + spec.id + "'");
+    exercise.checks.push_back(spec);
+  }
+  std::set<std::string> mistake_ids;
+  if (root["mistakes"]) {
+    for (const auto& node : read.list(root, "mistakes")) {
+      Mistake mistake{read.text(node, "id"), read.text(node, "focus_point"), read.text(node, "title"),
+                      read.text(node, "explanation")};
+      if (!mistake_ids.insert(mistake.id).second) read.fail("mistake '" + mistake.id + "' is declared twice");
+      known_point(mistake.focus_point, "mistake '" + mistake.id + "'");
+      exercise.mistakes.push_back(mistake);
+    }
+  }
+  return exercise;
+}
+
+std::vector<std::string> list_exercises(const fs::path& exercises_root) {
+  std::vector<std::string> ids;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(exercises_root, error)) {
+    if (entry.is_directory() && fs::exists(entry.path() / "exercise.yaml")) ids.push_back(entry.path().filename().string());
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+fs::path find_exercise_dir(const fs::path& exercises_root, const std::string& id) {
+  auto ids = list_exercises(exercises_root);
+  if (std::find(ids.begin(), ids.end(), id) != ids.end()) return exercises_root / id;
+  std::string message = "unknown exercise '" + id + "'";
+  if (!ids.empty()) {
+    auto closest = *std::min_element(ids.begin(), ids.end(), [&](const auto& a, const auto& b) {
+      return edit_distance(id, a) < edit_distance(id, b);
+    });
+    message += "; did you mean '" + closest + "'? (./grade list shows them all)";
+  }
+  throw UsageError(message);
+}
+
+}  // namespace grader

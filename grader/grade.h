@@ -1,0 +1,26 @@
+// One grade, step by step: find the exercise, compile the submission, run the
+// cases in a child, collect the results, judge and diagnose, build the report.
+#pragma once
+
+#include "report.h"
+
+#include <filesystem>
+#include <optional>
+
+namespace grader {
+
+struct GradeOptions {
+  std::filesystem::path project_root;  // holds exercises/
+  std::filesystem::path build_dir;     // holds toolchain.txt and the runner
+  std::string exercise;
+  std::optional<std::filesystem::path> submission;  // default: the exercise's learner file
+  std::optional<uint64_t> seed;                     // default: a fresh one, printed in the report
+  std::optional<double> run_seconds;  // overrides the exercise's run time limit
+  bool keep_scratch = false;
+};
+
+// Throws UsageError/ConfigError for bad input and GraderFault when the grader
+// itself cannot work; everything the submission does becomes a verdict.
+GradeReport grade(const GradeOptions& options);
+
+}  // namespace grader

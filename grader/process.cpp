@@ -1,0 +1,190 @@
+#include "process.h"
+
+#include "errors.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace grader {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Pipe {
+  int read = -1;
+  int write = -1;
+};
+
+Pipe make_pipe() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw GraderFault(std::string("cannot create a pipe: ") + std::strerror(errno));
+  return {fds[0], fds[1]};
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+void set_limit(int resource, rlim_t value) {
+  rlimit limit{value, value};
+  setrlimit(resource, &limit);
+}
+
+// Runs in the forked child: only async-signal-safe calls until execve.
+[[noreturn]] void exec_child(const ChildSpec& spec, char* const* argv, char* const* envp, int in_fd, int out_fd,
+                             int err_fd, int request_fd, int result_fd) {
+  signal(SIGPIPE, SIG_DFL);  // the grader ignores it; the child should not
+  setsid();  // its own process group, so a timeout kills grandchildren too
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) _exit(127);
+  const auto& limits = spec.limits;
+  set_limit(RLIMIT_CPU, static_cast<rlim_t>(std::ceil(limits.cpu_seconds)));
+  set_limit(RLIMIT_FSIZE, limits.file_size_bytes);
+  set_limit(RLIMIT_CORE, 0);
+  if (limits.address_space_bytes > 0) set_limit(RLIMIT_AS, limits.address_space_bytes);
+
+  // Move every descriptor into place; the pipes are O_CLOEXEC, dup2 clears it.
+  dup2(in_fd, 0);
+  dup2(out_fd, 1);
+  dup2(err_fd, 2);
+  if (request_fd >= 0) dup2(request_fd, 3);
+  if (result_fd >= 0) dup2(result_fd, 4);
+  if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) _exit(127);
+  execve(argv[0], argv, envp);
+  _exit(127);
+}
+
+void drain(int& fd, std::string& into, size_t cap, bool& truncated) {
+  char buffer[65536];
+  ssize_t got = read(fd, buffer, sizeof(buffer));
+  if (got > 0) {
+    size_t room = into.size() < cap ? cap - into.size() : 0;
+    size_t keep = std::min(room, static_cast<size_t>(got));
+    into.append(buffer, keep);
+    if (keep < static_cast<size_t>(got)) truncated = true;
+  } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+    close_fd(fd);
+  }
+}
+
+}  // namespace
+
+std::string ChildOutcome::describe_end() const {
+  if (!started) return "could not be started";
+  if (timed_out) return "stopped at the time limit";
+  if (term_signal != 0) {
+    const char* name = strsignal(term_signal);
+    return "killed by signal " + std::to_string(term_signal) + (name ? std::string(" (") + name + ")" : "");
+  }
+  return "exit status " + std::to_string(exit_code);
+}
+
+ChildOutcome run_child(const ChildSpec& spec) {
+  ChildOutcome outcome;
+  if (spec.argv.empty()) throw GraderFault("run_child: empty command");
+
+  std::vector<std::string> env_storage = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "OMP_NUM_THREADS=1",
+                                          "MKL_NUM_THREADS=1"};
+  env_storage.insert(env_storage.end(), spec.extra_env.begin(), spec.extra_env.end());
+  std::vector<char*> argv, envp;
+  for (const auto& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& entry : env_storage) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  Pipe out = make_pipe(), err = make_pipe(), request, result;
+  if (!spec.request.empty()) request = make_pipe();
+  if (spec.result_channel) result = make_pipe();
+
+  auto start = Clock::now();
+  pid_t pid = fork();
+  if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
+  if (pid == 0) exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write);
+
+  // Also from this side, so the group exists before any kill below.
+  setpgid(pid, pid);
+  outcome.started = true;
+  close(devnull);
+  close_fd(out.write);
+  close_fd(err.write);
+  close_fd(request.read);
+  close_fd(result.write);
+  for (int fd : {out.read, err.read, request.write, result.read}) {
+    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+
+  size_t request_sent = 0;
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_seconds));
+  int status = 0;
+  bool reaped = false;
+  while (true) {
+    if (!reaped) {
+      pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == pid) reaped = true;
+    }
+    bool streams_open = out.read >= 0 || err.read >= 0 || result.read >= 0;
+    // Once the child has exited, grandchildren may still hold the pipes: they
+    // are killed below, so stop reading when nothing more arrives.
+    if (reaped && !streams_open) break;
+    auto now = Clock::now();
+    if (now >= deadline) {
+      outcome.timed_out = !reaped;
+      break;
+    }
+    std::vector<pollfd> fds;
+    for (int fd : {out.read, err.read, result.read}) {
+      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    }
+    if (request.write >= 0) fds.push_back({request.write, POLLOUT, 0});
+    int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    wait_ms = std::min(wait_ms, reaped ? 100 : 50);
+    int ready = poll(fds.data(), fds.size(), wait_ms);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready == 0 && reaped) break;  // exited, and nothing more is coming
+    for (const auto& entry : fds) {
+      if (entry.revents == 0) continue;
+      if (entry.fd == request.write) {
+        ssize_t wrote = write(request.write, spec.request.data() + request_sent, spec.request.size() - request_sent);
+        if (wrote > 0) request_sent += static_cast<size_t>(wrote);
+        if (wrote < 0 && errno != EAGAIN && errno != EINTR) close_fd(request.write);
+        if (request_sent == spec.request.size()) close_fd(request.write);
+      } else if (entry.fd == out.read) {
+        drain(out.read, outcome.stdout_text, spec.limits.output_bytes, outcome.stdout_truncated);
+      } else if (entry.fd == err.read) {
+        drain(err.read, outcome.stderr_text, spec.limits.output_bytes, outcome.stderr_truncated);
+      } else if (entry.fd == result.read) {
+        drain(result.read, outcome.result, spec.limits.result_bytes, outcome.result_truncated);
+      }
+    }
+  }
+
+  // Whatever happened, nothing of the child's process group outlives the run.
+  kill(-pid, SIGKILL);
+  if (!reaped) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  for (int* fd : {&out.read, &err.read, &request.write, &result.read}) close_fd(*fd);
+
+  outcome.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
+  if (outcome.timed_out) outcome.term_signal = 0;
+  // The kernel's CPU limit ends a process with SIGXCPU (or SIGKILL past the hard limit).
+  if (outcome.term_signal == SIGXCPU) outcome.timed_out = true;
+  return outcome;
+}
+
+}  // namespace grader

@@ -1,0 +1,189 @@
+#include "report.h"
+
+#include "errors.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace grader {
+
+void GradeReport::assess_focus_points(const std::vector<FocusPoint>& points) {
+  focus_points.clear();
+  for (const auto& point : points) {
+    FocusPointResult result{point, FocusStatus::not_assessed, {}};
+    bool vouched = false;
+    for (const auto& check : checks) {
+      bool counts = check.focus_point == point.id;
+      bool covers = std::find(check.covers.begin(), check.covers.end(), point.id) != check.covers.end();
+      if (check.status == CheckStatus::failed && counts) result.failed.push_back(&check);
+      if (check.status == CheckStatus::passed && (counts || covers)) vouched = true;
+    }
+    if (!result.failed.empty()) result.status = FocusStatus::missed;
+    else if (vouched) result.status = FocusStatus::met;
+    focus_points.push_back(std::move(result));
+  }
+}
+
+std::string verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::passed: return "passed";
+    case Verdict::failed: return "failed";
+    case Verdict::compile_error: return "compile_error";
+    case Verdict::runtime_error: return "runtime_error";
+    case Verdict::timeout: return "timeout";
+    case Verdict::grader_error: return "grader_error";
+  }
+  return "grader_error";
+}
+
+std::string focus_status_name(FocusStatus status) {
+  switch (status) {
+    case FocusStatus::met: return "met";
+    case FocusStatus::missed: return "missed";
+    case FocusStatus::not_assessed: return "not_assessed";
+  }
+  return "not_assessed";
+}
+
+std::string check_status_name(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::passed: return "passed";
+    case CheckStatus::failed: return "failed";
+    case CheckStatus::skipped: return "skipped";
+  }
+  return "skipped";
+}
+
+int exit_code_for(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::passed: return kExitPassed;
+    case Verdict::grader_error: return kExitGraderFault;
+    default: return kExitNotPassed;
+  }
+}
+
+namespace {
+
+struct Palette {
+  bool on;
+  std::string paint(const std::string& text, const char* code) const {
+    return on ? fmt::format("\033[{}m{}\033[0m", code, text) : text;
+  }
+  std::string green(const std::string& t) const { return paint(t, "32"); }
+  std::string red(const std::string& t) const { return paint(t, "31"); }
+  std::string yellow(const std::string& t) const { return paint(t, "33"); }
+  std::string bold(const std::string& t) const { return paint(t, "1"); }
+  std::string dim(const std::string& t) const { return paint(t, "2"); }
+};
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += prefix + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_text(const GradeReport& report, bool color) {
+  Palette p{color};
+  std::string out;
+  out += p.bold(fmt::format("{} — {}", report.exercise, report.title)) + "\n";
+  out += p.dim(fmt::format("submission: {}\nseed: {} (replay with --seed {})", report.submission, report.seed,
+                           report.seed)) + "\n\n";
+
+  if (!report.compiler_output.empty()) {
+    out += p.bold("Compiler output") + "\n" + indent(report.compiler_output, "  ") + "\n";
+  }
+
+  if (!report.focus_points.empty() && !report.checks.empty()) {
+    out += p.bold("Interview focus points") + "\n";
+    for (const auto& focus : report.focus_points) {
+      std::string mark = focus.status == FocusStatus::met      ? p.green("  met      ")
+                         : focus.status == FocusStatus::missed ? p.red("  MISSED   ")
+                                                               : p.yellow("  not assessed ");
+      out += mark + focus.point.title + p.dim(" [" + focus.point.id + "]") + "\n";
+      if (focus.status != FocusStatus::missed) continue;
+      out += indent(focus.point.explanation, "      ");
+      for (const auto* check : focus.failed) {
+        out += "      " + p.red("✗ " + check->id) + ": " + check->message + "\n";
+        for (const auto& line : check->evidence) out += "          " + line + "\n";
+      }
+    }
+    out += "\n" + p.bold("Checks") + "\n";
+    for (const auto& check : report.checks) {
+      std::string mark = check.status == CheckStatus::passed   ? p.green("  ✓ ")
+                         : check.status == CheckStatus::failed ? p.red("  ✗ ")
+                                                               : p.yellow("  - ");
+      out += mark + check.id + p.dim(" [" + check.focus_point + "]") + ": " + check.message + "\n";
+    }
+    out += "\n";
+  }
+
+  if (!report.program_stdout.empty() || !report.program_stderr.empty()) {
+    out += p.bold("Output of your code (logs only; it does not affect the verdict)") + "\n";
+    if (!report.program_stdout.empty()) out += indent(report.program_stdout, "  stdout| ");
+    if (!report.program_stderr.empty()) out += indent(report.program_stderr, "  stderr| ");
+    out += "\n";
+  }
+
+  size_t passed = std::count_if(report.checks.begin(), report.checks.end(),
+                                [](const auto& c) { return c.status == CheckStatus::passed; });
+  auto verdict = verdict_name(report.verdict);
+  out += p.bold("Verdict: ") + (report.verdict == Verdict::passed ? p.green(verdict) : p.red(verdict));
+  if (!report.checks.empty()) out += fmt::format(" ({} of {} checks passed)", passed, report.checks.size());
+  out += "\n" + report.summary + "\n";
+  out += p.dim(fmt::format("compile {:.1f} s, run {:.1f} s, total {:.1f} s", report.compile_seconds,
+                           report.run_seconds, report.total_seconds)) + "\n";
+  return out;
+}
+
+std::string render_json(const GradeReport& report) {
+  nlohmann::ordered_json json;
+  json["exercise"] = report.exercise;
+  json["submission"] = report.submission;
+  json["verdict"] = verdict_name(report.verdict);
+  json["summary"] = report.summary;
+  json["seed"] = report.seed;
+  json["checks"] = nlohmann::ordered_json::array();
+  for (const auto& check : report.checks) {
+    nlohmann::ordered_json item;
+    item["id"] = check.id;
+    item["focus_point"] = check.focus_point;
+    item["status"] = check_status_name(check.status);
+    item["message"] = check.message;
+    item["evidence"] = check.evidence;
+    if (!check.mistake.empty()) item["mistake"] = check.mistake;
+    json["checks"].push_back(item);
+  }
+  json["focus_points"] = nlohmann::ordered_json::array();
+  for (const auto& focus : report.focus_points) {
+    json["focus_points"].push_back({{"id", focus.point.id},
+                                    {"title", focus.point.title},
+                                    {"status", focus_status_name(focus.status)}});
+  }
+  json["compiler_output"] = report.compiler_output;
+  json["stdout"] = report.program_stdout;
+  json["stderr"] = report.program_stderr;
+  json["timing"] = {{"compile_seconds", report.compile_seconds},
+                    {"run_seconds", report.run_seconds},
+                    {"total_seconds", report.total_seconds}};
+  // Learner output may hold invalid UTF-8: replace it rather than fail.
+  return json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message) {
+  nlohmann::ordered_json json = {{"exercise", exercise}, {"verdict", verdict}, {"summary", message},
+                                 {"checks", nlohmann::ordered_json::array()},
+                                 {"focus_points", nlohmann::ordered_json::array()}};
+  return json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace grader

@@ -1,0 +1,55 @@
+// The outcome of one grade, and its two renderings: a terminal report grouped
+// by focus point, and one JSON object for CI.
+#pragma once
+
+#include "checks/check.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace grader {
+
+// A closed set with stable names (see verdict_name).
+enum class Verdict { passed, failed, compile_error, runtime_error, timeout, grader_error };
+
+enum class FocusStatus { met, missed, not_assessed };
+
+struct FocusPointResult {
+  FocusPoint point;
+  FocusStatus status = FocusStatus::not_assessed;
+  std::vector<const CheckResult*> failed;  // the checks that missed it
+};
+
+struct GradeReport {
+  std::string exercise;
+  std::string title;
+  std::string submission;
+  uint64_t seed = 0;
+  Verdict verdict = Verdict::grader_error;
+  std::string summary;           // one line: why this verdict
+  std::vector<CheckResult> checks;
+  std::vector<FocusPointResult> focus_points;
+  std::string compiler_output;
+  std::string program_stdout;
+  std::string program_stderr;
+  double compile_seconds = 0;
+  double run_seconds = 0;
+  double total_seconds = 0;
+
+  // Fills focus_points from checks: missed if a failed check counts against
+  // it, met if a passed check vouches for it, otherwise not assessed.
+  void assess_focus_points(const std::vector<FocusPoint>& points);
+};
+
+std::string verdict_name(Verdict verdict);
+std::string focus_status_name(FocusStatus status);
+std::string check_status_name(CheckStatus status);
+int exit_code_for(Verdict verdict);
+
+std::string render_text(const GradeReport& report, bool color);
+std::string render_json(const GradeReport& report);
+// For --format json when no grade could happen (usage or grader error).
+std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message);
+
+}  // namespace grader

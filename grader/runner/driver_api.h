@@ -1,0 +1,33 @@
+// The contract between the runner (grader/runner/main.cpp) and an exercise's
+// driver (grader/checks/<exercise>/driver.cpp). The driver is linked with the
+// learner's object file into one shared object, which the runner loads in the
+// child process; the driver turns one request record into calls of the
+// learner's code and fills the response record with what came back.
+#pragma once
+
+#include "wire.h"
+
+#include <string>
+
+namespace grader::driver {
+
+// Puts a learner-produced tensor into the response under `name`, with its dtype
+// and device noted as "<name>.dtype" / "<name>.device". An undefined tensor is
+// noted as such rather than sent, so the parent can say so.
+inline void put_tensor(wire::Record& response, const std::string& name, const at::Tensor& tensor) {
+  if (!tensor.defined()) {
+    response.strings[name + ".dtype"] = "undefined";
+    return;
+  }
+  response.strings[name + ".dtype"] = c10::toString(tensor.scalar_type());
+  response.strings[name + ".device"] = tensor.device().str();
+  auto plain = tensor.detach().to(at::kCPU);
+  if (!wire::is_wire_dtype(plain.scalar_type())) plain = plain.to(at::kDouble);
+  response.tensors[name] = plain.contiguous();
+}
+
+}  // namespace grader::driver
+
+// Exported by the driver. Exceptions propagate to the runner, which records
+// them as the case's error.
+extern "C" void grader_run_case(const grader::wire::Record& request, grader::wire::Record& response);

@@ -1,0 +1,108 @@
+// The runner: the only grader code in the child process. It loads the learner's
+// shared object, executes each requested case through the exercise's driver,
+// and sends back what the learner's code produced over fd 4. It decides
+// nothing: every comparison and verdict happens in the parent.
+//
+//   grader-runner SUBMISSION.so     (request on fd 3, results on fd 4)
+#include "op_recorder.h"
+#include "runner/driver_api.h"
+#include "wire.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+using grader::wire::Record;
+using RunCase = void (*)(const Record&, Record&);
+
+std::string read_all(int fd) {
+  std::string data;
+  char buffer[65536];
+  ssize_t got;
+  while ((got = read(fd, buffer, sizeof(buffer))) > 0) data.append(buffer, static_cast<size_t>(got));
+  return data;
+}
+
+bool write_all(int fd, const std::string& data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    ssize_t wrote = write(fd, data.data() + sent, data.size() - sent);
+    if (wrote <= 0) return false;
+    sent += static_cast<size_t>(wrote);
+  }
+  return true;
+}
+
+void send(int fd, const std::vector<Record>& records) {
+  if (!write_all(fd, grader::wire::encode(records))) {
+    std::fprintf(stderr, "grader-runner: cannot write results\n");
+    std::_Exit(70);
+  }
+  close(fd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: grader-runner SUBMISSION.so (request on fd 3, results on fd 4)\n");
+    return 64;
+  }
+  // Private channel: keep it off the well-known fd 4 before any learner code runs.
+  int result_fd = dup(4);
+  close(4);
+  auto requests = grader::wire::decode(read_all(3));
+  close(3);
+
+  // One thread: reproducible results and a predictable process count.
+  at::set_num_threads(1);
+  grader::OpRecorder recorder;
+
+  // Static initialisers of learner code run here, inside the child.
+  void* submission = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!submission) {
+    Record failure;
+    failure.strings["load_error"] = dlerror();
+    send(result_fd, {failure});
+    return 0;
+  }
+  auto run_case = reinterpret_cast<RunCase>(dlsym(submission, "grader_run_case"));
+  if (!run_case) {
+    Record failure;
+    failure.strings["load_error"] = "the submission does not export grader_run_case";
+    send(result_fd, {failure});
+    return 0;
+  }
+
+  std::vector<Record> responses;
+  for (const auto& request : requests) {
+    Record response;
+    response.strings["case"] = request.string("case");
+    at::manual_seed(static_cast<uint64_t>(request.integer("seed")));
+    recorder.start();
+    try {
+      run_case(request, response);
+    } catch (const c10::Error& error) {
+      response.strings["error"] = error.what_without_backtrace();
+    } catch (const std::exception& error) {
+      response.strings["error"] = error.what();
+    } catch (...) {
+      response.strings["error"] = "an exception that is not a std::exception was thrown";
+    }
+    auto ops = recorder.stop();
+    response.strings["ops"] = grader::format_op_counts(ops);
+    response.ints["recording_intact"] = recorder.intact() ? 1 : 0;
+    responses.push_back(std::move(response));
+  }
+  std::fflush(stdout);
+  send(result_fd, responses);
+  return 0;
+}

@@ -1,0 +1,64 @@
+// The private channel between the grader and the child that runs learner code.
+//
+// A message is a list of records; a record holds named tensors, integers, reals
+// and strings. The format is a plain length-prefixed binary layout so that the
+// parent can validate every byte the (untrusted) child sends: any malformed,
+// truncated or oversized message is rejected with WireError, never trusted.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace grader::wire {
+
+class WireError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Record {
+  std::map<std::string, at::Tensor> tensors;
+  std::map<std::string, int64_t> ints;
+  std::map<std::string, double> reals;
+  std::map<std::string, std::string> strings;
+
+  bool has_tensor(const std::string& key) const { return tensors.count(key) > 0; }
+  // Lookups throw WireError naming the missing key. They are inline because the
+  // exercise drivers, linked into a learner's shared object, use them too.
+  const at::Tensor& tensor(const std::string& key) const { return find(tensors, key, "tensor"); }
+  int64_t integer(const std::string& key) const { return find(ints, key, "integer"); }
+  double real(const std::string& key) const { return find(reals, key, "real"); }
+  const std::string& string(const std::string& key) const { return find(strings, key, "string"); }
+  int64_t integer_or(const std::string& key, int64_t fallback) const {
+    auto found = ints.find(key);
+    return found == ints.end() ? fallback : found->second;
+  }
+  std::string string_or(const std::string& key, const std::string& fallback) const {
+    auto found = strings.find(key);
+    return found == strings.end() ? fallback : found->second;
+  }
+
+ private:
+  template <typename Map>
+  static const typename Map::mapped_type& find(const Map& map, const std::string& key, const char* kind) {
+    auto found = map.find(key);
+    if (found == map.end()) throw WireError(std::string("missing ") + kind + " '" + key + "'");
+    return found->second;
+  }
+};
+
+// Tensors are sent as contiguous CPU data; only these dtypes cross the channel.
+inline bool is_wire_dtype(at::ScalarType type) {
+  return type == at::kFloat || type == at::kDouble || type == at::kLong || type == at::kBool;
+}
+
+std::string encode(const std::vector<Record>& records);
+// Every size in the message is checked against the bytes actually present.
+std::vector<Record> decode(const std::string& bytes);
+
+}  // namespace grader::wire

@@ -1,0 +1,177 @@
+// The grader's proof: every submission in the labelled corpus is graded with
+// the real command line, and the verdict, exit status and missed focus points
+// must be exactly what its label says.
+//
+//   tests/submissions/<exercise>/accepted/*.cpp   must pass, every focus point met
+//   tests/submissions/<exercise>/wrong/*.cpp      must fail; NAME.expect.yaml lists
+//                                                 the focus points that must be missed
+//                                                 and, optionally, the diagnosed mistake
+//   tests/submissions/<exercise>/hostile/*.cpp    NAME.expect.yaml gives the verdict
+//   solutions/<exercise>/*.cpp                    the model answers must pass
+//   exercises/<exercise>/<learner file>           the starter must fail, clearly
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kRoot = GRADER_SOURCE_DIR;
+const fs::path kBuild = GRADER_BINARY_DIR;
+
+struct Entry {
+  std::string exercise;
+  std::string kind;  // accepted, wrong, hostile, solution, starter
+  fs::path file;
+  std::string name() const {
+    auto text = exercise + "_" + kind + "_" + file.stem().string();
+    std::replace_if(text.begin(), text.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+    return text;
+  }
+};
+
+std::vector<Entry> corpus() {
+  std::vector<Entry> entries;
+  auto add_dir = [&](const std::string& exercise, const std::string& kind, const fs::path& dir) {
+    if (!fs::is_directory(dir)) return;
+    std::vector<fs::path> files;
+    for (const auto& item : fs::directory_iterator(dir)) {
+      if (item.path().extension() == ".cpp") files.push_back(item.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& file : files) entries.push_back({exercise, kind, file});
+  };
+  std::vector<std::string> exercises;
+  for (const auto& item : fs::directory_iterator(kRoot / "exercises")) {
+    if (fs::exists(item.path() / "exercise.yaml")) exercises.push_back(item.path().filename().string());
+  }
+  std::sort(exercises.begin(), exercises.end());
+  for (const auto& exercise : exercises) {
+    for (const char* kind : {"accepted", "wrong", "hostile"}) {
+      add_dir(exercise, kind, kRoot / "tests" / "submissions" / exercise / kind);
+    }
+    add_dir(exercise, "solution", kRoot / "solutions" / exercise);
+    auto yaml = YAML::LoadFile((kRoot / "exercises" / exercise / "exercise.yaml").string());
+    entries.push_back({exercise, "starter", kRoot / "exercises" / exercise / yaml["learner_files"][0].as<std::string>()});
+  }
+  return entries;
+}
+
+struct Graded {
+  int exit_code = -1;
+  nlohmann::json report;
+  std::string raw;
+};
+
+std::string quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+Graded run_grade(const Entry& entry, const std::vector<std::string>& extra) {
+  std::string command = quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) +
+                        " --build-dir " + quote(kBuild.string()) + " " + entry.exercise + " --submission " +
+                        quote(entry.file.string()) + " --format json";
+  for (const auto& arg : extra) command += " " + quote(arg);
+  Graded graded;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return graded;
+  std::array<char, 65536> buffer;
+  size_t got;
+  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) graded.raw.append(buffer.data(), got);
+  int status = pclose(pipe);
+  graded.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  graded.report = nlohmann::json::parse(graded.raw, nullptr, /*allow_exceptions=*/false);
+  return graded;
+}
+
+std::set<std::string> focus_points_with(const nlohmann::json& report, const std::string& status) {
+  std::set<std::string> ids;
+  for (const auto& point : report["focus_points"]) {
+    if (point["status"] == status) ids.insert(point["id"].get<std::string>());
+  }
+  return ids;
+}
+
+std::string describe(const Graded& graded) {
+  std::string text = "exit " + std::to_string(graded.exit_code) + "\n";
+  if (graded.report.is_discarded()) return text + graded.raw.substr(0, 4000);
+  text += "verdict: " + graded.report.value("verdict", "?") + " — " + graded.report.value("summary", "") + "\n";
+  for (const auto& check : graded.report["checks"]) {
+    if (check["status"] == "passed") continue;
+    text += "  " + check["status"].get<std::string>() + " " + check["id"].get<std::string>() + " [" +
+            check["focus_point"].get<std::string>() + "]: " + check["message"].get<std::string>() + "\n";
+  }
+  auto compiler = graded.report.value("compiler_output", "");
+  if (!compiler.empty()) text += "compiler:\n" + compiler.substr(0, 3000);
+  return text;
+}
+
+class Corpus : public ::testing::TestWithParam<Entry> {};
+
+TEST_P(Corpus, GradesAsLabelled) {
+  const auto& entry = GetParam();
+  YAML::Node expect;
+  auto expect_file = entry.file.parent_path() / (entry.file.stem().string() + ".expect.yaml");
+  if (entry.kind == "wrong" || entry.kind == "hostile") {
+    ASSERT_TRUE(fs::exists(expect_file)) << "label missing: " << expect_file;
+    expect = YAML::LoadFile(expect_file.string());
+  }
+  std::vector<std::string> extra;
+  // Hostile submissions may hang: a shorter limit keeps the suite quick.
+  if (entry.kind == "hostile") extra = {"--time-limit", "20"};
+  auto graded = run_grade(entry, extra);
+  ASSERT_FALSE(graded.report.is_discarded()) << "the grader did not print a JSON report:\n" << describe(graded);
+  const auto verdict = graded.report.value("verdict", "");
+  ASSERT_FALSE(graded.report["checks"].is_null());
+  ASSERT_FALSE(graded.report["focus_points"].empty()) << describe(graded);
+
+  if (entry.kind == "accepted" || entry.kind == "solution") {
+    EXPECT_EQ(verdict, "passed") << describe(graded);
+    EXPECT_EQ(graded.exit_code, 0) << describe(graded);
+    EXPECT_EQ(focus_points_with(graded.report, "met").size(), graded.report["focus_points"].size())
+        << "every focus point must be met\n" << describe(graded);
+    return;
+  }
+  if (entry.kind == "starter") {
+    EXPECT_EQ(verdict, "failed") << describe(graded);
+    EXPECT_EQ(graded.exit_code, 1);
+    EXPECT_NE(graded.raw.find("not implemented yet"), std::string::npos) << describe(graded);
+    return;
+  }
+
+  const auto want_verdict = expect["verdict"].as<std::string>();
+  EXPECT_EQ(verdict, want_verdict) << describe(graded);
+  EXPECT_EQ(graded.exit_code, 1) << "a submission that does not pass exits 1, never a grader error\n" << describe(graded);
+  auto missed = focus_points_with(graded.report, "missed");
+  if (expect["missed"]) {
+    for (const auto& point : expect["missed"]) {
+      EXPECT_TRUE(missed.count(point.as<std::string>()))
+          << "focus point '" << point.as<std::string>() << "' must be reported missed\n" << describe(graded);
+    }
+  }
+  if (expect["mistake"]) {
+    bool named = false;
+    for (const auto& check : graded.report["checks"]) named |= check.value("mistake", "") == expect["mistake"].as<std::string>();
+    EXPECT_TRUE(named) << "the diagnosis must name mistake '" << expect["mistake"].as<std::string>() << "'\n"
+                       << describe(graded);
+  }
+  if (expect["summary_contains"]) {
+    EXPECT_NE(graded.report.value("summary", "").find(expect["summary_contains"].as<std::string>()), std::string::npos)
+        << describe(graded);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Submissions, Corpus, ::testing::ValuesIn(corpus()),
+                         [](const ::testing::TestParamInfo<Entry>& info) { return info.param.name(); });
+
+}  // namespace

@@ -1,0 +1,109 @@
+// exercise.yaml loading: every real exercise loads, and malformed ones are
+// refused with a message that names the file and the problem.
+#include "checks/check.h"
+#include "errors.h"
+#include "exercise.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace grader {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path project_root() {
+  const char* root = std::getenv("GRADER_ROOT");
+  return root ? fs::path(root) : fs::current_path();
+}
+
+class BrokenExercise : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("grader-test-" + std::to_string(::getpid())) / "exercise_x";
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "x.cpp") << "";
+    std::ofstream(dir_ / "x.h") << "";
+  }
+  void TearDown() override { fs::remove_all(dir_.parent_path()); }
+
+  std::string load_error(const std::string& yaml) {
+    std::ofstream(dir_ / "exercise.yaml") << yaml;
+    try {
+      load_exercise(dir_);
+    } catch (const ConfigError& error) {
+      return error.what();
+    }
+    return "";
+  }
+
+  static std::string valid() {
+    return "id: exercise_x\ntitle: X\nlearner_files: [x.cpp]\ninterface: x.h\n"
+           "tolerances: {float32: {rtol: 1e-4, atol: 1e-5}, float64: {rtol: 1e-7, atol: 1e-9}}\n"
+           "focus_points:\n  - {id: a, title: A, explanation: why}\n"
+           "checks:\n  - {id: c, focus_point: a, title: C}\n";
+  }
+
+  fs::path dir_;
+};
+
+TEST(Exercises, EveryExerciseLoadsAndMatchesItsCheckCode) {
+  auto ids = list_exercises(project_root() / "exercises");
+  ASSERT_GE(ids.size(), 2u);
+  for (const auto& id : ids) {
+    auto exercise = load_exercise(project_root() / "exercises" / id);
+    EXPECT_EQ(exercise.id, id);
+    EXPECT_NO_THROW(make_suite(exercise)) << id;
+  }
+}
+
+TEST(Exercises, UnknownIdSuggestsTheClosest) {
+  try {
+    find_exercise_dir(project_root() / "exercises", "exercise_mhs");
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("did you mean 'exercise_mhsa'"), std::string::npos);
+  }
+}
+
+TEST_F(BrokenExercise, ValidFileLoads) { EXPECT_EQ(load_error(valid()), ""); }
+
+TEST_F(BrokenExercise, NotYaml) { EXPECT_NE(load_error("id: [unclosed").find("not valid YAML"), std::string::npos); }
+
+TEST_F(BrokenExercise, MissingTitle) {
+  auto yaml = valid();
+  yaml.replace(yaml.find("title: X\n"), 9, "");
+  EXPECT_NE(load_error(yaml).find("'title'"), std::string::npos);
+}
+
+TEST_F(BrokenExercise, CheckNamesUnknownFocusPoint) {
+  auto yaml = valid();
+  yaml.replace(yaml.find("focus_point: a"), 14, "focus_point: b");
+  EXPECT_NE(load_error(yaml).find("unknown focus point 'b'"), std::string::npos);
+}
+
+TEST_F(BrokenExercise, LearnerFileMissing) {
+  auto yaml = valid();
+  yaml.replace(yaml.find("[x.cpp]"), 7, "[y.cpp]");
+  EXPECT_NE(load_error(yaml).find("learner file 'y.cpp' does not exist"), std::string::npos);
+}
+
+TEST_F(BrokenExercise, IdDiffersFromFolder) {
+  auto yaml = valid();
+  yaml.replace(0, 14, "id: exercise_y");
+  EXPECT_NE(load_error(yaml).find("differs from its folder"), std::string::npos);
+}
+
+TEST_F(BrokenExercise, ToleranceMissing) {
+  auto yaml = valid();
+  yaml.replace(yaml.find(", float64"), 39, "");
+  EXPECT_NE(load_error(yaml).find("float64"), std::string::npos);
+}
+
+TEST_F(BrokenExercise, MessageNamesTheFile) {
+  EXPECT_NE(load_error("id: [unclosed").find("exercise.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace grader

@@ -1,0 +1,162 @@
+// The reference is the judge's yardstick, so it is checked against LibTorch's
+// own implementations rather than against our solutions.
+#include "attention.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/version.h>
+
+#include <cmath>
+
+namespace {
+
+class Reference : public ::testing::Test {
+ protected:
+  void SetUp() override { at::manual_seed(1234); }
+};
+
+void expect_close(const at::Tensor& want, const at::Tensor& got, double tol = 1e-10) {
+  ASSERT_EQ(want.sizes(), got.sizes());
+  EXPECT_TRUE(at::allclose(want, got, tol, tol)) << "max abs error " << (want - got).abs().max().item<double>();
+}
+
+// LibTorch's fused attention (private in 1.13, public from 2.0).
+std::tuple<at::Tensor, at::Tensor> builtin_sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                const c10::optional<at::Tensor>& mask) {
+#if TORCH_VERSION_MAJOR >= 2
+  auto output = at::scaled_dot_product_attention(q, k, v, mask);
+  // 2.x returns no weights: derive them from the same definition for comparison.
+  auto scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (mask) scores = scores.masked_fill(mask->logical_not(), -INFINITY);
+  return {output, at::softmax(scores, -1)};
+#else
+  return at::_scaled_dot_product_attention(q, k, v, mask, /*dropout_p=*/0.0, /*need_attn_weights=*/true,
+                                           /*is_causal=*/false);
+#endif
+}
+
+TEST_F(Reference, SdpaMatchesLibTorchWithoutMask) {
+  auto q = at::randn({2, 3, 5, 8}, at::kDouble), k = at::randn({2, 3, 7, 8}, at::kDouble),
+       v = at::randn({2, 3, 7, 4}, at::kDouble);
+  auto [want_out, want_w] = builtin_sdpa(q, k, v, c10::nullopt);
+  auto [out, w] = reference::scaled_dot_product_attention(q, k, v);
+  expect_close(want_out, out);
+  expect_close(want_w, w);
+}
+
+TEST_F(Reference, SdpaMatchesLibTorchWithBoolMask) {
+  auto q = at::randn({2, 3, 6, 8}, at::kDouble), k = at::randn({2, 3, 6, 8}, at::kDouble),
+       v = at::randn({2, 3, 6, 8}, at::kDouble);
+  auto causal = at::ones({6, 6}, at::kBool).tril();
+  auto [want_out, want_w] = builtin_sdpa(q, k, v, causal);
+  auto [out, w] = reference::scaled_dot_product_attention(q, k, v, causal);
+  expect_close(want_out, out);
+  expect_close(want_w, w);
+  // Integer masks follow the same convention: 0 means "do not attend".
+  auto [int_out, int_w] = reference::scaled_dot_product_attention(q, k, v, causal.to(at::kLong));
+  expect_close(out, int_out);
+  EXPECT_TRUE(int_w.masked_select(causal.logical_not().expand_as(int_w)).eq(0).all().item<bool>());
+}
+
+TEST_F(Reference, SdpaIsStableForLargeLogits) {
+  auto q = at::randn({1, 1, 4, 8}, at::kDouble) * 100, k = at::randn({1, 1, 4, 8}, at::kDouble) * 100;
+  auto v = at::randn({1, 1, 4, 8}, at::kDouble);
+  auto [out, w] = reference::scaled_dot_product_attention(q, k, v);
+  EXPECT_TRUE(at::isfinite(out).all().item<bool>());
+  expect_close(at::ones({1, 1, 4}, at::kDouble), w.sum(-1));
+}
+
+reference::Parameters random_parameters(int64_t dim) {
+  reference::Parameters parameters;
+  for (const auto& name : reference::mhsa_parameter_names()) {
+    bool weight = name.find(".weight") != std::string::npos;
+    parameters[name] = weight ? at::randn({dim, dim}, at::kDouble) / std::sqrt(dim) : at::randn({dim}, at::kDouble);
+  }
+  return parameters;
+}
+
+TEST_F(Reference, MhsaMatchesLibTorchMultiHeadAttention) {
+  namespace F = torch::nn::functional;
+  for (auto [dim, heads] : std::vector<std::pair<int64_t, int64_t>>{{24, 4}, {8, 1}, {4, 4}}) {
+    auto x = at::randn({2, 5, dim}, at::kDouble);
+    auto p = random_parameters(dim);
+    auto in_weight = at::cat({p["q_proj.weight"], p["k_proj.weight"], p["v_proj.weight"]});
+    auto in_bias = at::cat({p["q_proj.bias"], p["k_proj.bias"], p["v_proj.bias"]});
+    auto seq_first = x.transpose(0, 1);  // LibTorch's layout: (N, B, D)
+    auto [want, want_weights] = F::multi_head_attention_forward(
+        seq_first, seq_first, seq_first,
+        F::MultiheadAttentionForwardFuncOptions(dim, heads, in_weight, in_bias, {}, {}, false, 0.0,
+                                                p["out_proj.weight"], p["out_proj.bias"])
+            .training(false)
+            .need_weights(true)
+            .average_attn_weights(false));
+    auto got = reference::multi_head_self_attention(x, p, heads);
+    expect_close(want.transpose(0, 1), got.output);
+    expect_close(want_weights, got.weights);
+  }
+}
+
+TEST_F(Reference, MhsaRefusesIndivisibleDim) {
+  auto x = at::randn({1, 2, 10}, at::kDouble);
+  EXPECT_THROW(reference::multi_head_self_attention(x, random_parameters(10), 3), c10::Error);
+}
+
+// Every known mistake must be told apart from the correct answer and from each
+// other on the inputs the grader diagnoses with, or a diagnosis could name the
+// wrong one.
+TEST_F(Reference, SdpaMistakeVariantsAreDistinguishable) {
+  auto q = at::randn({2, 4, 5, 8}, at::kDouble), k = at::randn({2, 4, 7, 8}, at::kDouble),
+       v = at::randn({2, 4, 7, 3}, at::kDouble);
+  auto mask = at::ones({2, 1, 1, 7}, at::kBool);
+  mask.index_put_({0, at::indexing::Slice(), at::indexing::Slice(), at::indexing::Slice(5, 7)}, false);
+  std::vector<reference::SdpaVariant> variants(1);  // the correct one first
+  for (double scale : {1.0, 1.0 / 8, 1.0 / std::sqrt(5.0), 1.0 / std::sqrt(3.0), std::sqrt(8.0)}) {
+    variants.emplace_back().scale = scale;
+  }
+  variants.emplace_back().softmax_dim = -2;
+  variants.emplace_back().softmax_dim = 1;
+  variants.emplace_back().key_reshaped = true;
+  for (auto stage : {reference::MaskStage::after_softmax, reference::MaskStage::inverted, reference::MaskStage::ignored,
+                     reference::MaskStage::fill_zero, reference::MaskStage::added}) {
+    variants.emplace_back().mask_stage = stage;
+  }
+  variants.emplace_back().weights_before_softmax = true;
+  std::vector<std::pair<at::Tensor, at::Tensor>> results;
+  for (const auto& variant : variants) {
+    auto [o, w] = reference::scaled_dot_product_attention(q, k, v, mask, variant);
+    results.emplace_back(o, w);
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    for (size_t j = i + 1; j < results.size(); ++j) {
+      bool same = at::allclose(results[i].first, results[j].first, 1e-6, 1e-6, /*equal_nan=*/true) &&
+                  at::allclose(results[i].second, results[j].second, 1e-6, 1e-6, /*equal_nan=*/true);
+      EXPECT_FALSE(same) << "variants " << i << " and " << j << " cannot be told apart";
+    }
+  }
+}
+
+TEST_F(Reference, MhsaMistakeVariantsAreDistinguishable) {
+  const int64_t dim = 24, heads = 4;
+  auto x = at::randn({2, 5, dim}, at::kDouble);
+  auto p = random_parameters(dim);
+  std::vector<reference::MhsaVariant> variants(1);
+  for (double scale : {1.0, 1.0 / std::sqrt(24.0), 1.0 / 6, std::sqrt(6.0)}) variants.emplace_back().attention.scale = scale;
+  variants.emplace_back().attention.softmax_dim = -2;
+  variants.emplace_back().attention.softmax_dim = 1;
+  variants.emplace_back().split = reference::HeadSplit::no_transpose;
+  variants.emplace_back().split = reference::HeadSplit::interleaved;
+  variants.emplace_back().merge_transposes = false;
+  variants.emplace_back().output_projection = false;
+  variants.emplace_back().key_uses_query_projection = true;
+  variants.emplace_back().value_projection = false;
+  std::vector<at::Tensor> outputs;
+  for (const auto& variant : variants) outputs.push_back(reference::multi_head_self_attention(x, p, heads, variant).output);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      EXPECT_FALSE(at::allclose(outputs[i], outputs[j], 1e-6, 1e-6)) << "variants " << i << " and " << j;
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,18 @@
+// Wrong: the mask zeroes the weights after the softmax, so the rows no longer sum to 1.
+#include "sdpa.h"
+
+#include <cmath>
+
+std::tuple<torch::Tensor, torch::Tensor> scaled_dot_product_attention(
+    const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
+    const torch::Tensor& mask) {
+  const auto d_k = query.size(-1);
+  auto scores = torch::matmul(query, key.transpose(-2, -1)) / std::sqrt(static_cast<double>(d_k));
+  auto weights = torch::softmax(scores, -1);
+  if (mask.defined()) {
+    // masked keys get zero attention
+    weights = weights.masked_fill(mask == 0, 0.0);
+  }
+  auto output = torch::matmul(weights, value);
+  return {output, weights};
+}

@@ -1,0 +1,19 @@
+// Wrong: the scores are computed as K Q^T, giving (Nk, Nq) instead of Q K^T (Nq, Nk). This
+// only runs at all when Nq == Nk.
+#include "sdpa.h"
+
+#include <cmath>
+#include <limits>
+
+std::tuple<torch::Tensor, torch::Tensor> scaled_dot_product_attention(
+    const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
+    const torch::Tensor& mask) {
+  const auto d_k = query.size(-1);
+  auto scores = torch::matmul(key, query.transpose(-2, -1)) / std::sqrt(static_cast<double>(d_k));
+  if (mask.defined()) {
+    scores = scores.masked_fill(mask == 0, -std::numeric_limits<double>::infinity());
+  }
+  auto weights = torch::softmax(scores, -1);
+  auto output = torch::matmul(weights, value);
+  return {output, weights};
+}

@@ -1,0 +1,85 @@
+// The private channel: what the child sends is validated, never trusted.
+#include "wire.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+namespace grader::wire {
+namespace {
+
+TEST(Wire, RoundTripsEveryKind) {
+  Record record;
+  record.tensors["x"] = at::randn({2, 3}, at::kDouble);
+  record.tensors["f"] = at::randn({4}, at::kFloat);
+  record.tensors["m"] = at::ones({2, 2}, at::kBool);
+  record.tensors["undefined"] = at::Tensor();
+  record.ints["n"] = -7;
+  record.reals["p"] = 0.25;
+  record.strings["s"] = std::string("with\0nul", 8);
+  auto decoded = decode(encode({record, Record{}}));
+  ASSERT_EQ(decoded.size(), 2u);
+  EXPECT_TRUE(at::equal(decoded[0].tensor("x"), record.tensors["x"]));
+  EXPECT_TRUE(at::equal(decoded[0].tensor("f"), record.tensors["f"]));
+  EXPECT_TRUE(at::equal(decoded[0].tensor("m"), record.tensors["m"]));
+  EXPECT_FALSE(decoded[0].tensor("undefined").defined());
+  EXPECT_EQ(decoded[0].integer("n"), -7);
+  EXPECT_EQ(decoded[0].real("p"), 0.25);
+  EXPECT_EQ(decoded[0].string("s"), record.strings["s"]);
+}
+
+TEST(Wire, SendsNonContiguousTensorsByValue) {
+  Record record;
+  auto base = at::arange(12, at::kDouble).reshape({3, 4});
+  record.tensors["t"] = base.transpose(0, 1);
+  auto decoded = decode(encode({record}));
+  EXPECT_TRUE(at::equal(decoded[0].tensor("t"), base.transpose(0, 1)));
+}
+
+TEST(Wire, RejectsEveryTruncation) {
+  Record record;
+  record.tensors["x"] = at::randn({3, 3}, at::kDouble);
+  record.strings["case"] = "shape_0";
+  auto bytes = encode({record});
+  for (size_t keep = 0; keep < bytes.size(); ++keep) {
+    EXPECT_THROW(decode(bytes.substr(0, keep)), WireError) << "kept " << keep << " bytes";
+  }
+}
+
+TEST(Wire, RejectsTrailingBytesAndBadHeaders) {
+  auto bytes = encode({Record{}});
+  EXPECT_THROW(decode(bytes + "x"), WireError);
+  EXPECT_THROW(decode("not a message"), WireError);
+  EXPECT_THROW(decode(""), WireError);
+}
+
+TEST(Wire, RejectsSizesLargerThanTheMessage) {
+  Record record;
+  record.tensors["x"] = at::zeros({2}, at::kDouble);
+  auto bytes = encode({record});
+  // The first size of tensor "x" sits right after its dims count; claim 2^40 elements.
+  auto at_size = bytes.find(std::string("x", 1)) + 1 + 1 + 4;
+  int64_t huge = int64_t{1} << 40;
+  bytes.replace(at_size, sizeof(huge), reinterpret_cast<const char*>(&huge), sizeof(huge));
+  EXPECT_THROW(decode(bytes), WireError);
+}
+
+TEST(Wire, RejectsInvalidBools) {
+  Record record;
+  record.tensors["b"] = at::zeros({4}, at::kBool);
+  auto bytes = encode({record});
+  bytes[bytes.size() - 1] = 7;
+  EXPECT_THROW(decode(bytes), WireError);
+}
+
+TEST(Wire, MissingFieldsNameTheKey) {
+  Record record;
+  try {
+    record.tensor("query");
+    FAIL() << "expected WireError";
+  } catch (const WireError& error) {
+    EXPECT_NE(std::string(error.what()).find("query"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace grader::wire
