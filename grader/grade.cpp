@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <set>
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -141,6 +142,12 @@ GradeReport grade(const GradeOptions& options) {
   size_t missed = 0;
   for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;
   verdict.summary = std::to_string(missed) + " focus point(s) missed; read the explanations above, fix, and grade again.";
+  // One error everywhere (the untouched starter, say) is the thing to say.
+  std::set<std::string> errors;
+  for (const auto& [id, run] : input.cases) errors.insert(run.error());
+  if (errors.size() == 1 && !errors.begin()->empty()) {
+    verdict.summary = "Every case stopped with the same error from your code: " + first_line(*errors.begin());
+  }
   return verdict;
 }
 

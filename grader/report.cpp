@@ -14,10 +14,11 @@ void GradeReport::assess_focus_points(const std::vector<FocusPoint>& points) {
   for (const auto& point : points) {
     FocusPointResult result{point, FocusStatus::not_assessed, {}};
     bool vouched = false;
-    for (const auto& check : checks) {
+    for (size_t i = 0; i < checks.size(); ++i) {
+      const auto& check = checks[i];
       bool counts = check.focus_point == point.id;
       bool covers = std::find(check.covers.begin(), check.covers.end(), point.id) != check.covers.end();
-      if (check.status == CheckStatus::failed && counts) result.failed.push_back(&check);
+      if (check.status == CheckStatus::failed && counts) result.failed.push_back(i);
       if (check.status == CheckStatus::passed && (counts || covers)) vouched = true;
     }
     if (!result.failed.empty()) result.status = FocusStatus::missed;
@@ -112,9 +113,10 @@ std::string render_text(const GradeReport& report, bool color) {
       out += mark + focus.point.title + p.dim(" [" + focus.point.id + "]") + "\n";
       if (focus.status != FocusStatus::missed) continue;
       out += indent(focus.point.explanation, "      ");
-      for (const auto* check : focus.failed) {
-        out += "      " + p.red("✗ " + check->id) + ": " + check->message + "\n";
-        for (const auto& line : check->evidence) out += "          " + line + "\n";
+      for (size_t index : focus.failed) {
+        const auto& check = report.checks[index];
+        out += "      " + p.red("✗ " + check.id) + ": " + check.message + "\n";
+        for (const auto& line : check.evidence) out += "          " + line + "\n";
       }
     }
     out += "\n" + p.bold("Checks") + "\n";

@@ -18,7 +18,7 @@ enum class FocusStatus { met, missed, not_assessed };
 struct FocusPointResult {
   FocusPoint point;
   FocusStatus status = FocusStatus::not_assessed;
-  std::vector<const CheckResult*> failed;  // the checks that missed it
+  std::vector<size_t> failed;  // indices into GradeReport::checks of the checks that missed it
 };
 
 struct GradeReport {

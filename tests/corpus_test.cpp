@@ -38,6 +38,9 @@ struct Entry {
   }
 };
 
+// Shown by GoogleTest instead of the bytes of an Entry.
+void PrintTo(const Entry& entry, std::ostream* out) { *out << entry.file.string(); }
+
 std::vector<Entry> corpus() {
   std::vector<Entry> entries;
   auto add_dir = [&](const std::string& exercise, const std::string& kind, const fs::path& dir) {
@@ -110,6 +113,7 @@ std::string describe(const Graded& graded) {
     if (check["status"] == "passed") continue;
     text += "  " + check["status"].get<std::string>() + " " + check["id"].get<std::string>() + " [" +
             check["focus_point"].get<std::string>() + "]: " + check["message"].get<std::string>() + "\n";
+    for (const auto& line : check["evidence"]) text += "      " + line.get<std::string>() + "\n";
   }
   auto compiler = graded.report.value("compiler_output", "");
   if (!compiler.empty()) text += "compiler:\n" + compiler.substr(0, 3000);
@@ -164,6 +168,11 @@ TEST_P(Corpus, GradesAsLabelled) {
     for (const auto& check : graded.report["checks"]) named |= check.value("mistake", "") == expect["mistake"].as<std::string>();
     EXPECT_TRUE(named) << "the diagnosis must name mistake '" << expect["mistake"].as<std::string>() << "'\n"
                        << describe(graded);
+  }
+  if (expect["compiler_output_contains"]) {
+    EXPECT_NE(graded.report.value("compiler_output", "").find(expect["compiler_output_contains"].as<std::string>()),
+              std::string::npos)
+        << describe(graded);
   }
   if (expect["summary_contains"]) {
     EXPECT_NE(graded.report.value("summary", "").find(expect["summary_contains"].as<std::string>()), std::string::npos)

@@ -147,8 +147,9 @@ std::optional<std::string> diagnose(const Exercise& exercise, const std::map<std
 CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input) {
   const auto& exercise = results.exercise();
   std::set<std::string> found;
-  bool tampered = false;
+  bool tampered = false, any_completed = false;
   for (const auto& [id, run] : input.cases) {
+    any_completed |= !run.threw();
     if (run.response.integer_or("recording_intact", 0) == 0) tampered = true;
     for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
       for (const auto& pattern : exercise.forbidden_operators) {
@@ -167,6 +168,7 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
                         "(matmul, softmax, masked_fill, ...)",
                         evidence);
   }
+  if (!any_completed) return results.skip("no_builtins", "not assessed: none of your code ran to completion");
   return results.pass("no_builtins", "only basic operations ran");
 }
 

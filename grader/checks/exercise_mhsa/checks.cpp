@@ -273,6 +273,10 @@ class MhsaSuite : public Suite {
 
   CheckResult rejects_indivisible_dim() {
     const auto& run = input_->at("indivisible");
+    if (!input_->at(forward_case(0)).response.ints.count("constructed")) {
+      return results_.skip("rejects_indivisible_dim",
+                           "not assessed: your constructor throws for valid arguments too (see registered_names)");
+    }
     if (run.threw()) {
       auto error = run.error();
       return results_.pass("rejects_indivisible_dim", "refused with: " + error.substr(0, error.find('\n')));

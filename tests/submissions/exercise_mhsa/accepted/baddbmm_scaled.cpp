@@ -23,8 +23,10 @@ torch::Tensor MultiHeadSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto k = k_proj(x).view({B, N, H, hd}).permute({0, 2, 3, 1}).reshape({B * H, hd, N});  // already K^T
   auto v = v_proj(x).view({B, N, H, hd}).permute({0, 2, 1, 3});                          // (B, H, N, hd)
 
-  // scores = beta * zeros + alpha * (q @ k^T) = (q @ k^T) / sqrt(hd)
-  auto scores = torch::baddbmm(torch::zeros({B * H, N, N}, q.options()), q, k, /*beta=*/0.0,
+  // scores = zeros + alpha * (q @ k^T) = (q @ k^T) / sqrt(hd). beta stays 1: with
+  // beta = 0, LibTorch 1.13's CPU baddbmm sometimes returned NaN here (seen in this
+  // corpus), so the zeros are added rather than ignored.
+  auto scores = torch::baddbmm(torch::zeros({B * H, N, N}, q.options()), q, k, /*beta=*/1.0,
                                /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)))
                     .view({B, H, N, N});
 

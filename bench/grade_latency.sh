@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Grade latency on this machine, medians of several runs, with a baseline
+# measured in the same run:
+#   cold     first grade on a fresh build folder (configure + build + grade)
+#   edited   re-grade after the learner edited their file (the practice loop)
+#   baseline the naive way to try the same file: one translation unit that
+#            includes <torch/torch.h> with the learner file and a main, linked
+#            and run once
+#
+#   bench/grade_latency.sh [--runs N] [--cold-runs N] [--exercise ID]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+runs=5 cold_runs=1 exercise=exercise_mhsa
+while (($#)); do
+  case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --cold-runs) cold_runs="$2"; shift 2 ;;
+    --exercise) exercise="$2"; shift 2 ;;
+    *) echo "usage: $0 [--runs N] [--cold-runs N] [--exercise ID]" >&2; exit 2 ;;
+  esac
+done
+file=$(ls "$root/solutions/$exercise/"*.cpp | head -1)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+now() { date +%s.%N; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+timed() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || true; t1=$(now); awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f\n", b - a}'; }
+
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "exercise: $exercise, submission: ${file#$root/}, runs: $runs (cold: $cold_runs)"
+
+# Cold: a fresh build folder each time.
+cold=()
+for ((i = 0; i < cold_runs; i++)); do
+  cold+=("$(GRADE_BUILD_DIR="$work/build-cold-$i" timed "$root/grade" "$exercise" --submission "$file")")
+  rm -rf "$work/build-cold-$i"
+done
+
+# Warm: the normal build folder, built once before timing.
+"$root/grade" "$exercise" --submission "$file" >/dev/null 2>&1 || true
+cp "$file" "$work/$(basename "$file")"
+edited=()
+for ((i = 0; i < runs; i++)); do
+  echo "// edit $i $(now)" >>"$work/$(basename "$file")"
+  edited+=("$(timed "$root/grade" "$exercise" --submission "$work/$(basename "$file")")")
+done
+
+# Baseline: the same file compiled the naive way, with a main that builds and runs it once.
+header=$(ls "$root/exercises/$exercise/"*.h | head -1)
+cat >"$work/naive_main.cpp" <<CPP
+#include <torch/torch.h>
+#include "$(basename "$header")"
+#include "$(basename "$file")"
+int main() {
+  torch::manual_seed(0);
+$(if [[ $exercise == exercise_mhsa ]]; then
+    echo '  MultiHeadSelfAttention m(64, 8, 0.1); m->eval(); auto y = m->forward(torch::randn({2, 10, 64}));'
+  else
+    echo '  auto q = torch::randn({2, 4, 5, 8}); auto r = scaled_dot_product_attention(q, q, q); auto y = std::get<0>(r);'
+  fi)
+  return y.numel() > 0 ? 0 : 1;
+}
+CPP
+baseline=()
+for ((i = 0; i < runs; i++)); do
+  baseline+=("$(timed bash -c "c++ -std=c++17 -O0 -I'$root/exercises/$exercise' -I'$(dirname "$file")' \
+    -I/usr/include/torch/csrc/api/include '$work/naive_main.cpp' -o '$work/naive' \
+    -ltorch -ltorch_cpu -lc10 && '$work/naive'")")
+done
+
+cold_m=$(printf '%s\n' "${cold[@]}" | median)
+edited_m=$(printf '%s\n' "${edited[@]}" | median)
+base_m=$(printf '%s\n' "${baseline[@]}" | median)
+printf 'cold first grade (configure + build + grade): median %6.1f s  [%s]\n' "$cold_m" "${cold[*]}"
+printf 're-grade after an edit:                       median %6.1f s  [%s]\n' "$edited_m" "${edited[*]}"
+printf 'baseline, naive compile + link + run:         median %6.1f s  [%s]\n' "$base_m" "${baseline[*]}"
+awk -v a="$base_m" -v b="$edited_m" 'BEGIN {printf "ratio naive / re-grade after an edit:         %.2f\n", a / b}'

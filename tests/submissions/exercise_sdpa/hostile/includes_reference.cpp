@@ -1,0 +1,10 @@
+// Hostile: pulls the grader's trusted reference into the submission to copy it.
+#include "sdpa.h"
+
+// The grader compiles a copy in <build>/scratch/grade-XXXXXX/, three levels below the project.
+#include "../../../reference/attention.h"
+
+std::tuple<torch::Tensor, torch::Tensor> scaled_dot_product_attention(
+    const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value, const torch::Tensor& mask) {
+  return reference::scaled_dot_product_attention(query, key, value, mask);
+}
