@@ -126,6 +126,7 @@ GradeReport grade(const GradeOptions& options) {
 
   JudgeInput input;
   input.forbidden_symbols = compiled.forbidden_symbols;
+  input.seed = report.seed;
   for (size_t i = 0; i < requests.size(); ++i) {
     auto id = requests[i].string("case");
     if (responses[i].string_or("case", "") != id) {

@@ -13,16 +13,18 @@ void GradeReport::assess_focus_points(const std::vector<FocusPoint>& points) {
   focus_points.clear();
   for (const auto& point : points) {
     FocusPointResult result{point, FocusStatus::not_assessed, {}};
-    bool vouched = false;
+    bool vouched = false, partly_unassessed = false;
     for (size_t i = 0; i < checks.size(); ++i) {
       const auto& check = checks[i];
       bool counts = check.focus_point == point.id;
       bool covers = std::find(check.covers.begin(), check.covers.end(), point.id) != check.covers.end();
       if (check.status == CheckStatus::failed && counts) result.failed.push_back(i);
       if (check.status == CheckStatus::passed && (counts || covers)) vouched = true;
+      if (check.status == CheckStatus::skipped && counts) partly_unassessed = true;
     }
+    // Met only when every check of this focus point could run and passed.
     if (!result.failed.empty()) result.status = FocusStatus::missed;
-    else if (vouched) result.status = FocusStatus::met;
+    else if (vouched && !partly_unassessed) result.status = FocusStatus::met;
     focus_points.push_back(std::move(result));
   }
 }

@@ -38,7 +38,8 @@ struct GradeReport {
   double total_seconds = 0;
 
   // Fills focus_points from checks: missed if a failed check counts against
-  // it, met if a passed check vouches for it, otherwise not assessed.
+  // it, met if a passed check vouches for it and none of its checks was
+  // skipped, otherwise not assessed.
   void assess_focus_points(const std::vector<FocusPoint>& points);
 };
 

@@ -42,7 +42,9 @@ struct CaseRun {
 struct JudgeInput {
   std::map<std::string, CaseRun> cases;          // by case id
   std::vector<std::string> forbidden_symbols;  // found in the compiled submission
+  uint64_t seed = 0;                            // the inputs were drawn from it
   const CaseRun& at(const std::string& id) const;
+  std::string replay_hint() const { return "reproduce with --seed " + std::to_string(seed); }
 };
 
 class Suite {

@@ -220,7 +220,7 @@ class MhsaSuite : public Suite {
     auto cmp = compare(expected(run).output, *output, tolerance);
     if (cmp.ok) return std::nullopt;
     std::vector<std::string> evidence = {"input: " + run.describe(), "output: " + cmp.detail,
-                                         "replay with --seed to reproduce"};
+                                         input_->replay_hint()};
     const auto dim = run.request.integer("dim"), heads = run.request.integer("num_heads");
     auto replay = [&](const std::string& mistake) {
       return std::map<std::string, at::Tensor>{{"output", expected(run, variant_for(mistake, dim, heads)).output}};

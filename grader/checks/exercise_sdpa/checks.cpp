@@ -182,7 +182,7 @@ class SdpaSuite : public Suite {
     std::vector<std::string> evidence = {"input: " + run.describe()};
     if (!output_cmp.ok) evidence.push_back("output: " + output_cmp.detail);
     if (!weights_cmp.ok) evidence.push_back("attention weights: " + weights_cmp.detail);
-    evidence.push_back("replay with --seed to reproduce");
+    evidence.push_back(input_->replay_hint());
     auto replay = [&](const std::string& mistake) {
       auto [o, w] = expected(run, variant_for(mistake, run.request.tensor("query"), run.request.tensor("value")));
       return std::map<std::string, at::Tensor>{{"output", o}, {"weights", w}};
