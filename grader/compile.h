@@ -3,12 +3,12 @@
 // loads in the child. The compiler runs as a child process with limits too.
 #pragma once
 
-#include "exercise.h"
-#include "toolchain.h"
-
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "exercise.h"
+#include "toolchain.h"
 
 namespace grader {
 

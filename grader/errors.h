@@ -9,9 +9,9 @@ namespace grader {
 
 enum ExitCode : int {
   kExitPassed = 0,
-  kExitNotPassed = 1,   // the submission was graded and did not pass
-  kExitUsage = 2,       // bad command line, unknown exercise, missing file, bad exercise.yaml
-  kExitGraderFault = 3, // the grader itself failed: never the learner's fault
+  kExitNotPassed = 1,    // the submission was graded and did not pass
+  kExitUsage = 2,        // bad command line, unknown exercise, missing file, bad exercise.yaml
+  kExitGraderFault = 3,  // the grader itself failed: never the learner's fault
 };
 
 class Error : public std::runtime_error {

@@ -1,11 +1,11 @@
 #include "exercise.h"
 
-#include "errors.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <set>
+
+#include "errors.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -31,9 +31,7 @@ class Reader {
  public:
   explicit Reader(fs::path file) : file_(std::move(file)) {}
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(file_.string() + ": " + what);
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw ConfigError(file_.string() + ": " + what); }
   std::string text(const YAML::Node& node, const std::string& key) const {
     auto value = node[key];
     if (!value || !value.IsScalar() || value.Scalar().empty()) fail("'" + key + "' must be a non-empty string");
@@ -125,7 +123,8 @@ Exercise load_exercise(const fs::path& dir) {
   for (const auto& name : exercise.learner_files) {
     if (!fs::exists(dir / name)) read.fail("learner file '" + name + "' does not exist");
   }
-  if (!fs::exists(dir / exercise.interface_header)) read.fail("interface '" + exercise.interface_header + "' does not exist");
+  if (!fs::exists(dir / exercise.interface_header))
+    read.fail("interface '" + exercise.interface_header + "' does not exist");
 
   auto limits = root["limits"];
   if (limits) {
@@ -140,7 +139,8 @@ Exercise load_exercise(const fs::path& dir) {
     auto entry = tolerances[dtype];
     if (!entry || !entry.IsMap()) read.fail(std::string("'tolerances' has no ") + dtype + " entry");
     Tolerance tolerance{read.number(entry, "rtol", -1), read.number(entry, "atol", -1)};
-    if (tolerance.rtol < 0 || tolerance.atol < 0) read.fail(std::string("tolerance for ") + dtype + " needs rtol and atol >= 0");
+    if (tolerance.rtol < 0 || tolerance.atol < 0)
+      read.fail(std::string("tolerance for ") + dtype + " needs rtol and atol >= 0");
     exercise.tolerances[dtype] = tolerance;
   }
   exercise.forbidden_operators = read.texts(root, "forbidden_operators", false);
@@ -182,7 +182,8 @@ std::vector<std::string> list_exercises(const fs::path& exercises_root) {
   std::vector<std::string> ids;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(exercises_root, error)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "exercise.yaml")) ids.push_back(entry.path().filename().string());
+    if (entry.is_directory() && fs::exists(entry.path() / "exercise.yaml"))
+      ids.push_back(entry.path().filename().string());
   }
   std::sort(ids.begin(), ids.end());
   return ids;

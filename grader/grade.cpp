@@ -1,16 +1,16 @@
 #include "grade.h"
 
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <set>
+
 #include "checks/check.h"
 #include "compile.h"
 #include "errors.h"
 #include "process.h"
 #include "toolchain.h"
 #include "wire.h"
-
-#include <chrono>
-#include <cstdlib>
-#include <random>
-#include <set>
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -95,33 +95,39 @@ GradeReport grade(const GradeOptions& options) {
   report.program_stderr = outcome.stderr_text + (outcome.stderr_truncated ? "\n[output cut off here]" : "");
 
   if (outcome.timed_out) {
-    return finish(Verdict::timeout, "Your code was stopped after " + std::to_string(static_cast<int>(exercise.run_seconds)) +
+    return finish(Verdict::timeout, "Your code was stopped after " +
+                                        std::to_string(static_cast<int>(exercise.run_seconds)) +
                                         " s: look for an endless loop or far too much work.");
+  }
+  if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
+    // The runner never reached the learner's code: the grader's own failure.
+    throw GraderFault("the runner did not start (" + outcome.describe_end() + "): " + first_line(outcome.stderr_text));
   }
   std::vector<wire::Record> responses;
   try {
     if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
-    responses = wire::decode(outcome.result);
+    responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
   } catch (const wire::WireError& error) {
     if (!outcome.exited_cleanly()) {
       return finish(Verdict::runtime_error, "Your code crashed before the checks finished (" + outcome.describe_end() +
                                                 "); see its output above.");
     }
     return finish(Verdict::runtime_error, "The program ended without delivering valid results (" +
-                                              std::string(error.what()) + "): did your code exit or write to fd 4?");
+                                              std::string(error.what()) + "): did your code exit early or write to the grader's channel?");
   }
   if (responses.size() == 1 && responses.front().strings.count("load_error")) {
     report.compiler_output = first_line(responses.front().strings.at("load_error")) + "\n";
-    return finish(Verdict::compile_error, "Your code compiled but could not be loaded: is a function declared but "
-                                          "never defined?");
+    return finish(Verdict::compile_error,
+                  "Your code compiled but could not be loaded: is a function declared but "
+                  "never defined?");
   }
   if (!outcome.exited_cleanly()) {
     return finish(Verdict::runtime_error, "Your program did not end normally (" + outcome.describe_end() +
                                               ") after the checks ran; every run must end cleanly.");
   }
   if (responses.size() != requests.size()) {
-    return finish(Verdict::runtime_error, "The program delivered " + std::to_string(responses.size()) + " results for " +
-                                              std::to_string(requests.size()) + " cases.");
+    return finish(Verdict::runtime_error, "The program delivered " + std::to_string(responses.size()) +
+                                              " results for " + std::to_string(requests.size()) + " cases.");
   }
 
   JudgeInput input;
@@ -138,11 +144,14 @@ GradeReport grade(const GradeOptions& options) {
 
   size_t failed = 0;
   for (const auto& check : report.checks) failed += check.status != CheckStatus::passed;
+  // A skipped check blocks a pass too: what was not assessed was not shown to work.
   if (failed == 0) return finish(Verdict::passed, "Every check passed.");
   auto verdict = finish(Verdict::failed, "");
   size_t missed = 0;
   for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;
-  verdict.summary = std::to_string(missed) + " focus point(s) missed; read the explanations above, fix, and grade again.";
+  verdict.summary =
+      missed > 0 ? std::to_string(missed) + " focus point(s) missed; read the explanations above, fix, and grade again."
+                 : "Some checks could not be assessed; read their reasons above.";
   // One error everywhere (the untouched starter, say) is the thing to say.
   std::set<std::string> errors;
   for (const auto& [id, run] : input.cases) errors.insert(run.error());

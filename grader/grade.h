@@ -2,10 +2,10 @@
 // cases in a child, collect the results, judge and diagnose, build the report.
 #pragma once
 
-#include "report.h"
-
 #include <filesystem>
 #include <optional>
+
+#include "report.h"
 
 namespace grader {
 
@@ -15,7 +15,7 @@ struct GradeOptions {
   std::string exercise;
   std::optional<std::filesystem::path> submission;  // default: the exercise's learner file
   std::optional<uint64_t> seed;                     // default: a fresh one, printed in the report
-  std::optional<double> run_seconds;  // overrides the exercise's run time limit
+  std::optional<double> run_seconds;                // overrides the exercise's run time limit
   bool keep_scratch = false;
 };
 

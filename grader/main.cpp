@@ -1,22 +1,26 @@
 // grade: the command line. Parses arguments, runs one grade (or lists the
 // exercises), prints the report, and turns errors into messages and exit codes.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <sys/prctl.h>
+
+#include <csignal>
+#include <iostream>
+
 #include "errors.h"
 #include "exercise.h"
 #include "grade.h"
 #include "report.h"
 
-#include <CLI/CLI.hpp>
-
-#include <csignal>
-#include <iostream>
-#include <unistd.h>
-
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a child that closes its pipe early must not kill the grader
-  CLI::App app{"Grades a LibTorch implementation of a transformer building block.\n"
-               "  grade EXERCISE                  grade the learner file in exercises/EXERCISE/\n"
-               "  grade EXERCISE --submission F   grade any file\n"
-               "  grade list                      list the exercises"};
+  prctl(PR_SET_DUMPABLE, 0);      // learner code must not read or trace the grader's memory
+  CLI::App app{
+      "Grades a LibTorch implementation of a transformer building block.\n"
+      "  grade EXERCISE                  grade the learner file in exercises/EXERCISE/\n"
+      "  grade EXERCISE --submission F   grade any file\n"
+      "  grade list                      list the exercises"};
   app.name("grade");
   grader::GradeOptions options;
   std::string submission, format = "text", color = "auto";

@@ -1,7 +1,5 @@
 #include "process.h"
 
-#include "errors.h"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,6 +12,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+
+#include "errors.h"
 
 namespace grader {
 namespace {
@@ -36,8 +36,8 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-void set_limit(int resource, rlim_t value) {
-  rlimit limit{value, value};
+void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
+  rlimit limit{value, value + hard_extra};
   setrlimit(resource, &limit);
 }
 
@@ -45,11 +45,12 @@ void set_limit(int resource, rlim_t value) {
 [[noreturn]] void exec_child(const ChildSpec& spec, char* const* argv, char* const* envp, int in_fd, int out_fd,
                              int err_fd, int request_fd, int result_fd) {
   signal(SIGPIPE, SIG_DFL);  // the grader ignores it; the child should not
-  setsid();  // its own process group, so a timeout kills grandchildren too
+  setsid();                  // its own process group, so a timeout kills grandchildren too
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) _exit(127);
   const auto& limits = spec.limits;
-  set_limit(RLIMIT_CPU, static_cast<rlim_t>(std::ceil(limits.cpu_seconds)));
+  // The soft limit sends SIGXCPU (reported as a timeout); the hard one, 2 s later, kills.
+  set_limit(RLIMIT_CPU, static_cast<rlim_t>(std::ceil(limits.cpu_seconds)), 2);
   set_limit(RLIMIT_FSIZE, limits.file_size_bytes);
   set_limit(RLIMIT_CORE, 0);
   if (limits.address_space_bytes > 0) set_limit(RLIMIT_AS, limits.address_space_bytes);
@@ -126,7 +127,8 @@ ChildOutcome run_child(const ChildSpec& spec) {
   }
 
   size_t request_sent = 0;
-  auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_seconds));
+  auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_seconds));
   int status = 0;
   bool reaped = false;
   while (true) {

@@ -13,17 +13,17 @@ namespace grader {
 struct ChildLimits {
   double wall_seconds = 60;
   double cpu_seconds = 120;
-  size_t output_bytes = 64 * 1024;       // per stream: stdout, stderr
+  size_t output_bytes = 64 * 1024;         // per stream: stdout, stderr
   size_t result_bytes = 64 * 1024 * 1024;  // the private result channel
-  size_t address_space_bytes = 0;        // 0: no limit (a backstop only, see README)
+  size_t address_space_bytes = 0;          // 0: no limit (a backstop only, see README)
   size_t file_size_bytes = 64 * 1024 * 1024;
 };
 
 struct ChildOutcome {
   bool started = false;
   bool timed_out = false;
-  int exit_code = -1;    // when exited normally
-  int term_signal = 0;   // when killed by a signal
+  int exit_code = -1;   // when exited normally
+  int term_signal = 0;  // when killed by a signal
   std::string stdout_text;
   std::string stderr_text;
   bool stdout_truncated = false;
@@ -40,7 +40,7 @@ struct ChildSpec {
   std::vector<std::string> argv;       // argv[0] is an absolute path
   std::vector<std::string> extra_env;  // NAME=value, added to a minimal environment
   std::string working_dir;
-  std::string request;       // written to fd 3 in the child; empty: fd 3 is closed
+  std::string request;          // written to fd 3 in the child; empty: fd 3 is closed
   bool result_channel = false;  // give the child fd 4 to write its results to
   ChildLimits limits;
 };

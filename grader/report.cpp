@@ -1,11 +1,11 @@
 #include "report.h"
 
-#include "errors.h"
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "errors.h"
 
 namespace grader {
 
@@ -23,47 +23,64 @@ void GradeReport::assess_focus_points(const std::vector<FocusPoint>& points) {
       if (check.status == CheckStatus::skipped && counts) partly_unassessed = true;
     }
     // Met only when every check of this focus point could run and passed.
-    if (!result.failed.empty()) result.status = FocusStatus::missed;
-    else if (vouched && !partly_unassessed) result.status = FocusStatus::met;
+    if (!result.failed.empty())
+      result.status = FocusStatus::missed;
+    else if (vouched && !partly_unassessed)
+      result.status = FocusStatus::met;
     focus_points.push_back(std::move(result));
   }
 }
 
 std::string verdict_name(Verdict verdict) {
   switch (verdict) {
-    case Verdict::passed: return "passed";
-    case Verdict::failed: return "failed";
-    case Verdict::compile_error: return "compile_error";
-    case Verdict::runtime_error: return "runtime_error";
-    case Verdict::timeout: return "timeout";
-    case Verdict::grader_error: return "grader_error";
+    case Verdict::passed:
+      return "passed";
+    case Verdict::failed:
+      return "failed";
+    case Verdict::compile_error:
+      return "compile_error";
+    case Verdict::runtime_error:
+      return "runtime_error";
+    case Verdict::timeout:
+      return "timeout";
+    case Verdict::grader_error:
+      return "grader_error";
   }
   return "grader_error";
 }
 
 std::string focus_status_name(FocusStatus status) {
   switch (status) {
-    case FocusStatus::met: return "met";
-    case FocusStatus::missed: return "missed";
-    case FocusStatus::not_assessed: return "not_assessed";
+    case FocusStatus::met:
+      return "met";
+    case FocusStatus::missed:
+      return "missed";
+    case FocusStatus::not_assessed:
+      return "not_assessed";
   }
   return "not_assessed";
 }
 
 std::string check_status_name(CheckStatus status) {
   switch (status) {
-    case CheckStatus::passed: return "passed";
-    case CheckStatus::failed: return "failed";
-    case CheckStatus::skipped: return "skipped";
+    case CheckStatus::passed:
+      return "passed";
+    case CheckStatus::failed:
+      return "failed";
+    case CheckStatus::skipped:
+      return "skipped";
   }
   return "skipped";
 }
 
 int exit_code_for(Verdict verdict) {
   switch (verdict) {
-    case Verdict::passed: return kExitPassed;
-    case Verdict::grader_error: return kExitGraderFault;
-    default: return kExitNotPassed;
+    case Verdict::passed:
+      return kExitPassed;
+    case Verdict::grader_error:
+      return kExitGraderFault;
+    default:
+      return kExitNotPassed;
   }
 }
 
@@ -81,7 +98,24 @@ struct Palette {
   std::string dim(const std::string& t) const { return paint(t, "2"); }
 };
 
-std::string indent(const std::string& text, const std::string& prefix) {
+// Learner-controlled text (its output, its exception messages) must not be able
+// to paint over the report with terminal escape sequences.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 && c != '\n' && c != '\t') {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0x7f) {
+      out += "\\x7f";
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string indent(const std::string& raw, const std::string& prefix) {
+  const std::string text = printable(raw);
   std::string out;
   size_t start = 0;
   while (start < text.size()) {
@@ -100,7 +134,8 @@ std::string render_text(const GradeReport& report, bool color) {
   std::string out;
   out += p.bold(fmt::format("{} — {}", report.exercise, report.title)) + "\n";
   out += p.dim(fmt::format("submission: {}\nseed: {} (replay with --seed {})", report.submission, report.seed,
-                           report.seed)) + "\n\n";
+                           report.seed)) +
+         "\n\n";
 
   if (!report.compiler_output.empty()) {
     out += p.bold("Compiler output") + "\n" + indent(report.compiler_output, "  ") + "\n";
@@ -117,8 +152,8 @@ std::string render_text(const GradeReport& report, bool color) {
       out += indent(focus.point.explanation, "      ");
       for (size_t index : focus.failed) {
         const auto& check = report.checks[index];
-        out += "      " + p.red("✗ " + check.id) + ": " + check.message + "\n";
-        for (const auto& line : check.evidence) out += "          " + line + "\n";
+        out += "      " + p.red("✗ " + check.id) + ": " + printable(check.message) + "\n";
+        for (const auto& line : check.evidence) out += "          " + printable(line) + "\n";
       }
     }
     out += "\n" + p.bold("Checks") + "\n";
@@ -126,7 +161,7 @@ std::string render_text(const GradeReport& report, bool color) {
       std::string mark = check.status == CheckStatus::passed   ? p.green("  ✓ ")
                          : check.status == CheckStatus::failed ? p.red("  ✗ ")
                                                                : p.yellow("  - ");
-      out += mark + check.id + p.dim(" [" + check.focus_point + "]") + ": " + check.message + "\n";
+      out += mark + check.id + p.dim(" [" + check.focus_point + "]") + ": " + printable(check.message) + "\n";
     }
     out += "\n";
   }
@@ -143,9 +178,10 @@ std::string render_text(const GradeReport& report, bool color) {
   auto verdict = verdict_name(report.verdict);
   out += p.bold("Verdict: ") + (report.verdict == Verdict::passed ? p.green(verdict) : p.red(verdict));
   if (!report.checks.empty()) out += fmt::format(" ({} of {} checks passed)", passed, report.checks.size());
-  out += "\n" + report.summary + "\n";
-  out += p.dim(fmt::format("compile {:.1f} s, run {:.1f} s, total {:.1f} s", report.compile_seconds,
-                           report.run_seconds, report.total_seconds)) + "\n";
+  out += "\n" + printable(report.summary) + "\n";
+  out += p.dim(fmt::format("compile {:.1f} s, run {:.1f} s, total {:.1f} s", report.compile_seconds, report.run_seconds,
+                           report.total_seconds)) +
+         "\n";
   return out;
 }
 
@@ -169,9 +205,8 @@ std::string render_json(const GradeReport& report) {
   }
   json["focus_points"] = nlohmann::ordered_json::array();
   for (const auto& focus : report.focus_points) {
-    json["focus_points"].push_back({{"id", focus.point.id},
-                                    {"title", focus.point.title},
-                                    {"status", focus_status_name(focus.status)}});
+    json["focus_points"].push_back(
+        {{"id", focus.point.id}, {"title", focus.point.title}, {"status", focus_status_name(focus.status)}});
   }
   json["compiler_output"] = report.compiler_output;
   json["stdout"] = report.program_stdout;
@@ -184,7 +219,9 @@ std::string render_json(const GradeReport& report) {
 }
 
 std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message) {
-  nlohmann::ordered_json json = {{"exercise", exercise}, {"verdict", verdict}, {"summary", message},
+  nlohmann::ordered_json json = {{"exercise", exercise},
+                                 {"verdict", verdict},
+                                 {"summary", message},
                                  {"checks", nlohmann::ordered_json::array()},
                                  {"focus_points", nlohmann::ordered_json::array()}};
   return json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";

@@ -2,11 +2,11 @@
 // by focus point, and one JSON object for CI.
 #pragma once
 
-#include "checks/check.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "checks/check.h"
 
 namespace grader {
 
@@ -27,7 +27,7 @@ struct GradeReport {
   std::string submission;
   uint64_t seed = 0;
   Verdict verdict = Verdict::grader_error;
-  std::string summary;           // one line: why this verdict
+  std::string summary;  // one line: why this verdict
   std::vector<CheckResult> checks;
   std::vector<FocusPointResult> focus_points;
   std::string compiler_output;

@@ -1,9 +1,9 @@
 #include "toolchain.h"
 
-#include "errors.h"
-
 #include <fstream>
 #include <sstream>
+
+#include "errors.h"
 
 namespace grader {
 
@@ -18,14 +18,19 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
     auto key = line.substr(0, space);
     auto value = line.substr(space + 1);
     if (value.empty()) continue;
-    if (key == "cxx") toolchain.cxx = value;
-    else if (key == "nm") toolchain.nm = value;
-    else if (key == "flag") toolchain.flags.push_back(value);
+    if (key == "cxx")
+      toolchain.cxx = value;
+    else if (key == "nm")
+      toolchain.nm = value;
+    else if (key == "flag")
+      toolchain.flags.push_back(value);
     else if (key == "include") {
       toolchain.flags.push_back("-I" + value);
       toolchain.system_include_dirs.push_back(value);
-    } else if (key == "define") toolchain.flags.push_back("-D" + value);
-    else if (key == "runner") toolchain.runner = value;
+    } else if (key == "define")
+      toolchain.flags.push_back("-D" + value);
+    else if (key == "runner")
+      toolchain.runner = value;
     else if (key == "driver") {
       std::istringstream fields(value);
       std::string exercise, object;

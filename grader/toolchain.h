@@ -11,11 +11,11 @@
 namespace grader {
 
 struct Toolchain {
-  std::string cxx;                   // the C++ compiler
-  std::string nm;                    // lists the symbols of the compiled submission
-  std::vector<std::string> flags;    // language level, defines, include folders, options
-  std::vector<std::string> system_include_dirs;  // where LibTorch's headers may come from
-  std::filesystem::path runner;      // the child-process runner executable
+  std::string cxx;                                       // the C++ compiler
+  std::string nm;                                        // lists the symbols of the compiled submission
+  std::vector<std::string> flags;                        // language level, defines, include folders, options
+  std::vector<std::string> system_include_dirs;          // where LibTorch's headers may come from
+  std::filesystem::path runner;                          // the child-process runner executable
   std::map<std::string, std::filesystem::path> drivers;  // exercise id -> driver object file
 };
 

@@ -2,6 +2,7 @@
 
 #include <ATen/ops/empty.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace grader::wire {
@@ -10,6 +11,7 @@ namespace {
 constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'W', 'I', 'R', '1'};
 constexpr uint32_t kMaxKey = 256;
 constexpr uint32_t kMaxDims = 8;
+constexpr int64_t kMaxSize = int64_t{1} << 31;
 constexpr uint32_t kMaxFields = 4096;
 constexpr uint32_t kMaxRecords = 4096;
 
@@ -17,21 +19,31 @@ enum class Kind : uint8_t { tensor = 1, integer = 2, real = 3, string = 4 };
 
 uint8_t dtype_code(at::ScalarType type) {
   switch (type) {
-    case at::kFloat: return 1;
-    case at::kDouble: return 2;
-    case at::kLong: return 3;
-    case at::kBool: return 4;
-    default: throw WireError(std::string("cannot send tensors of dtype ") + c10::toString(type));
+    case at::kFloat:
+      return 1;
+    case at::kDouble:
+      return 2;
+    case at::kLong:
+      return 3;
+    case at::kBool:
+      return 4;
+    default:
+      throw WireError(std::string("cannot send tensors of dtype ") + c10::toString(type));
   }
 }
 
 at::ScalarType dtype_from_code(uint8_t code) {
   switch (code) {
-    case 1: return at::kFloat;
-    case 2: return at::kDouble;
-    case 3: return at::kLong;
-    case 4: return at::kBool;
-    default: throw WireError("unknown dtype code " + std::to_string(code));
+    case 1:
+      return at::kFloat;
+    case 2:
+      return at::kDouble;
+    case 3:
+      return at::kLong;
+    case 4:
+      return at::kBool;
+    default:
+      throw WireError("unknown dtype code " + std::to_string(code));
   }
 }
 
@@ -109,15 +121,23 @@ at::Tensor decode_tensor(Reader& in) {
   auto dims = in.get<uint32_t>();
   if (dims > kMaxDims) throw WireError("tensor has too many dimensions");
   std::vector<int64_t> sizes(dims);
-  uint64_t count = 1;
+  uint64_t count = 1, extent = 1;
   for (auto& size : sizes) {
     size = in.get<int64_t>();
-    if (size < 0) throw WireError("negative tensor size");
-    // Every element needs at least a byte, so the message length bounds the count.
+    if (size < 0 || size > kMaxSize) throw WireError("tensor size out of range");
+    // Every element needs at least a byte, so the message length bounds the count;
+    // the product of the sizes counted as at least 1 bounds empty tensors too.
     if (size > 0 && count > in.left() / static_cast<uint64_t>(size)) throw WireError("tensor larger than the message");
     count *= static_cast<uint64_t>(size);
+    extent *= static_cast<uint64_t>(std::max<int64_t>(size, 1));
+    if (extent > kMaxSize) throw WireError("tensor size out of range");
   }
-  auto tensor = at::empty(sizes, at::TensorOptions().dtype(type));
+  at::Tensor tensor;
+  try {
+    tensor = at::empty(sizes, at::TensorOptions().dtype(type));
+  } catch (const c10::Error& error) {
+    throw WireError(std::string("cannot hold the tensor: ") + error.what_without_backtrace());
+  }
   auto bytes = count * c10::elementSize(type);
   const char* data = in.take(bytes);
   if (bytes > 0) std::memcpy(tensor.data_ptr(), data, bytes);
@@ -176,11 +196,20 @@ std::vector<Record> decode(const std::string& bytes) {
       auto key = in.get_string(kMaxKey);
       bool fresh = true;
       switch (kind) {
-        case Kind::tensor: fresh = record.tensors.emplace(key, decode_tensor(in)).second; break;
-        case Kind::integer: fresh = record.ints.emplace(key, in.get<int64_t>()).second; break;
-        case Kind::real: fresh = record.reals.emplace(key, in.get<double>()).second; break;
-        case Kind::string: fresh = record.strings.emplace(key, in.get_string(in.left())).second; break;
-        default: throw WireError("unknown field kind");
+        case Kind::tensor:
+          fresh = record.tensors.emplace(key, decode_tensor(in)).second;
+          break;
+        case Kind::integer:
+          fresh = record.ints.emplace(key, in.get<int64_t>()).second;
+          break;
+        case Kind::real:
+          fresh = record.reals.emplace(key, in.get<double>()).second;
+          break;
+        case Kind::string:
+          fresh = record.strings.emplace(key, in.get_string(in.left())).second;
+          break;
+        default:
+          throw WireError("unknown field kind");
       }
       if (!fresh) throw WireError("duplicate field '" + key + "'");
     }

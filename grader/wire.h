@@ -57,6 +57,9 @@ inline bool is_wire_dtype(at::ScalarType type) {
   return type == at::kFloat || type == at::kDouble || type == at::kLong || type == at::kBool;
 }
 
+// The runner writes this before any learner code is loaded, then one message.
+inline const std::string kRunnerReady = "RUNNER-READY\n";
+
 std::string encode(const std::vector<Record>& records);
 // Every size in the message is checked against the bytes actually present.
 std::vector<Record> decode(const std::string& bytes);

@@ -11,12 +11,17 @@ namespace {
 at::Tensor apply_mask_to_scores(const at::Tensor& scores, const at::Tensor& mask, MaskStage stage) {
   const double neg_inf = -std::numeric_limits<double>::infinity();
   switch (stage) {
-    case MaskStage::before_softmax: return scores.masked_fill(mask == 0, neg_inf);
-    case MaskStage::inverted: return scores.masked_fill(mask != 0, neg_inf);
-    case MaskStage::fill_zero: return scores.masked_fill(mask == 0, 0.0);
-    case MaskStage::added: return scores + mask.to(scores.scalar_type());
+    case MaskStage::before_softmax:
+      return scores.masked_fill(mask == 0, neg_inf);
+    case MaskStage::inverted:
+      return scores.masked_fill(mask != 0, neg_inf);
+    case MaskStage::fill_zero:
+      return scores.masked_fill(mask == 0, 0.0);
+    case MaskStage::added:
+      return scores + mask.to(scores.scalar_type());
     case MaskStage::after_softmax:
-    case MaskStage::ignored: return scores;
+    case MaskStage::ignored:
+      return scores;
   }
   return scores;
 }
@@ -52,9 +57,12 @@ MhsaResult multi_head_self_attention(const at::Tensor& x, const Parameters& para
 
   auto split = [&](const at::Tensor& t) {
     switch (variant.split) {
-      case HeadSplit::transpose: return t.reshape({batch, tokens, num_heads, head_dim}).transpose(1, 2);
-      case HeadSplit::no_transpose: return t.reshape({batch, num_heads, tokens, head_dim});
-      case HeadSplit::interleaved: return t.reshape({batch, tokens, head_dim, num_heads}).permute({0, 3, 1, 2});
+      case HeadSplit::transpose:
+        return t.reshape({batch, tokens, num_heads, head_dim}).transpose(1, 2);
+      case HeadSplit::no_transpose:
+        return t.reshape({batch, num_heads, tokens, head_dim});
+      case HeadSplit::interleaved:
+        return t.reshape({batch, tokens, head_dim, num_heads}).permute({0, 3, 1, 2});
     }
     return t;
   };
@@ -77,7 +85,7 @@ MhsaResult multi_head_self_attention(const at::Tensor& x, const Parameters& para
 }
 
 const std::vector<std::string>& mhsa_parameter_names() {
-  static const std::vector<std::string> names = {"q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias",
+  static const std::vector<std::string> names = {"q_proj.weight", "q_proj.bias", "k_proj.weight",   "k_proj.bias",
                                                  "v_proj.weight", "v_proj.bias", "out_proj.weight", "out_proj.bias"};
   return names;
 }

@@ -31,7 +31,7 @@ struct SdpaVariant {
   int64_t softmax_dim = -1;
   MaskStage mask_stage = MaskStage::before_softmax;
   bool weights_before_softmax = false;  // return the (masked) scores as the weights
-  bool key_reshaped = false;  // key reshaped to (..., d_k, Nk) instead of transposed
+  bool key_reshaped = false;            // key reshaped to (..., d_k, Nk) instead of transposed
 };
 
 // query (B, H, Nq, d_k), key (B, H, Nk, d_k), value (B, H, Nk, d_v); mask

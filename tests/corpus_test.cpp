@@ -10,15 +10,14 @@
 //   solutions/<exercise>/*.cpp                    the model answers must pass
 //   exercises/<exercise>/<learner file>           the starter must fail, clearly
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
-
 #include <sys/wait.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 
 namespace {
@@ -33,7 +32,8 @@ struct Entry {
   fs::path file;
   std::string name() const {
     auto text = exercise + "_" + kind + "_" + file.stem().string();
-    std::replace_if(text.begin(), text.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+    std::replace_if(
+        text.begin(), text.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
     return text;
   }
 };
@@ -63,7 +63,8 @@ std::vector<Entry> corpus() {
     }
     add_dir(exercise, "solution", kRoot / "solutions" / exercise);
     auto yaml = YAML::LoadFile((kRoot / "exercises" / exercise / "exercise.yaml").string());
-    entries.push_back({exercise, "starter", kRoot / "exercises" / exercise / yaml["learner_files"][0].as<std::string>()});
+    entries.push_back(
+        {exercise, "starter", kRoot / "exercises" / exercise / yaml["learner_files"][0].as<std::string>()});
   }
   return entries;
 }
@@ -143,7 +144,8 @@ TEST_P(Corpus, GradesAsLabelled) {
     EXPECT_EQ(verdict, "passed") << describe(graded);
     EXPECT_EQ(graded.exit_code, 0) << describe(graded);
     EXPECT_EQ(focus_points_with(graded.report, "met").size(), graded.report["focus_points"].size())
-        << "every focus point must be met\n" << describe(graded);
+        << "every focus point must be met\n"
+        << describe(graded);
     return;
   }
   if (entry.kind == "starter") {
@@ -155,17 +157,20 @@ TEST_P(Corpus, GradesAsLabelled) {
 
   const auto want_verdict = expect["verdict"].as<std::string>();
   EXPECT_EQ(verdict, want_verdict) << describe(graded);
-  EXPECT_EQ(graded.exit_code, 1) << "a submission that does not pass exits 1, never a grader error\n" << describe(graded);
+  EXPECT_EQ(graded.exit_code, 1) << "a submission that does not pass exits 1, never a grader error\n"
+                                 << describe(graded);
   auto missed = focus_points_with(graded.report, "missed");
   if (expect["missed"]) {
     for (const auto& point : expect["missed"]) {
       EXPECT_TRUE(missed.count(point.as<std::string>()))
-          << "focus point '" << point.as<std::string>() << "' must be reported missed\n" << describe(graded);
+          << "focus point '" << point.as<std::string>() << "' must be reported missed\n"
+          << describe(graded);
     }
   }
   if (expect["mistake"]) {
     bool named = false;
-    for (const auto& check : graded.report["checks"]) named |= check.value("mistake", "") == expect["mistake"].as<std::string>();
+    for (const auto& check : graded.report["checks"])
+      named |= check.value("mistake", "") == expect["mistake"].as<std::string>();
     EXPECT_TRUE(named) << "the diagnosis must name mistake '" << expect["mistake"].as<std::string>() << "'\n"
                        << describe(graded);
   }

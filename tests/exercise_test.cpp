@@ -1,13 +1,14 @@
 // exercise.yaml loading: every real exercise loads, and malformed ones are
 // refused with a message that names the file and the problem.
-#include "checks/check.h"
-#include "errors.h"
 #include "exercise.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
+
+#include "checks/check.h"
+#include "errors.h"
 
 namespace grader {
 namespace {

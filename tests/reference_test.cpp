@@ -1,13 +1,13 @@
 // The reference is the judge's yardstick, so it is checked against LibTorch's
 // own implementations rather than against our solutions.
-#include "attention.h"
-
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/version.h>
 
 #include <cmath>
+
+#include "attention.h"
 
 namespace {
 
@@ -141,7 +141,8 @@ TEST_F(Reference, MhsaMistakeVariantsAreDistinguishable) {
   auto x = at::randn({2, 5, dim}, at::kDouble);
   auto p = random_parameters(dim);
   std::vector<reference::MhsaVariant> variants(1);
-  for (double scale : {1.0, 1.0 / std::sqrt(24.0), 1.0 / 6, std::sqrt(6.0)}) variants.emplace_back().attention.scale = scale;
+  for (double scale : {1.0, 1.0 / std::sqrt(24.0), 1.0 / 6, std::sqrt(6.0)})
+    variants.emplace_back().attention.scale = scale;
   variants.emplace_back().attention.softmax_dim = -2;
   variants.emplace_back().attention.softmax_dim = 1;
   variants.emplace_back().split = reference::HeadSplit::no_transpose;
@@ -151,7 +152,8 @@ TEST_F(Reference, MhsaMistakeVariantsAreDistinguishable) {
   variants.emplace_back().key_uses_query_projection = true;
   variants.emplace_back().value_projection = false;
   std::vector<at::Tensor> outputs;
-  for (const auto& variant : variants) outputs.push_back(reference::multi_head_self_attention(x, p, heads, variant).output);
+  for (const auto& variant : variants)
+    outputs.push_back(reference::multi_head_self_attention(x, p, heads, variant).output);
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (size_t j = i + 1; j < outputs.size(); ++j) {
       EXPECT_FALSE(at::allclose(outputs[i], outputs[j], 1e-6, 1e-6)) << "variants " << i << " and " << j;

@@ -1,13 +1,13 @@
 #include "checks/check.h"
 
-#include "errors.h"
-#include "runner/op_recorder.h"
-
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <set>
 #include <sstream>
+
+#include "errors.h"
+#include "runner/op_recorder.h"
 
 namespace grader {
 
@@ -103,8 +103,9 @@ Comparison compare(const at::Tensor& expected, const at::Tensor& got, const Tole
   if (!bad.flatten()[worst].item<bool>()) worst = first;
   std::ostringstream out;
   out << flat.numel() << " of " << want.numel() << " elements differ; max abs error " << format_number(max_error)
-      << "; at " << index_string(worst, want.sizes()) << " expected " << format_number(want.flatten()[worst].item<double>())
-      << ", got " << format_number(have.flatten()[worst].item<double>());
+      << "; at " << index_string(worst, want.sizes()) << " expected "
+      << format_number(want.flatten()[worst].item<double>()) << ", got "
+      << format_number(have.flatten()[worst].item<double>());
   return {false, out.str()};
 }
 
@@ -150,6 +151,18 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   bool tampered = false, any_completed = false;
   for (const auto& [id, run] : input.cases) {
     any_completed |= !run.threw();
+    // Attention always multiplies matrices: output with no product recorded
+    // means the recording was evaded (the driver itself runs none of these).
+    if (!run.threw() && run.response.tensors.count("output")) {
+      bool multiplied = false;
+      for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
+        for (const char* product : {"aten::matmul", "aten::bmm", "aten::mm", "aten::einsum", "aten::baddbmm",
+                                    "aten::linear", "aten::addmm", "aten::tensordot"}) {
+          multiplied |= op == product;
+        }
+      }
+      if (!multiplied) tampered = true;
+    }
     if (run.response.integer_or("recording_intact", 0) == 0) tampered = true;
     for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
       for (const auto& pattern : exercise.forbidden_operators) {
@@ -159,14 +172,16 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   }
   for (const auto& symbol : input.forbidden_symbols) found.insert(symbol);
   if (tampered) {
-    return results.fail("no_builtins", "your code switched off LibTorch's operator recording, which the grader relies on");
+    return results.fail("no_builtins",
+                        "your code switched off LibTorch's operator recording, which the grader relies on");
   }
   if (!found.empty()) {
     std::vector<std::string> evidence(found.begin(), found.end());
-    return results.fail("no_builtins",
-                        "your code uses a built-in that implements the exercise for you; build it from basic operations "
-                        "(matmul, softmax, masked_fill, ...)",
-                        evidence);
+    return results.fail(
+        "no_builtins",
+        "your code uses a built-in that implements the exercise for you; build it from basic operations "
+        "(matmul, softmax, masked_fill, ...)",
+        evidence);
   }
   if (!any_completed) return results.skip("no_builtins", "not assessed: none of your code ran to completion");
   return results.pass("no_builtins", "only basic operations ran");

@@ -3,9 +3,6 @@
 // mistakes. Parent side only: this code never runs in the learner's process.
 #pragma once
 
-#include "exercise.h"
-#include "wire.h"
-
 #include <ATen/core/Tensor.h>
 
 #include <functional>
@@ -14,6 +11,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "exercise.h"
+#include "wire.h"
 
 namespace grader {
 
@@ -24,9 +24,9 @@ struct CheckResult {
   std::string focus_point;          // the focus point this result counts for (or against)
   std::vector<std::string> covers;  // further focus points a pass vouches for
   CheckStatus status = CheckStatus::skipped;
-  std::string message;              // one line the learner can act on
+  std::string message;                // one line the learner can act on
   std::vector<std::string> evidence;  // inputs, expected vs got, max error
-  std::string mistake;              // id of the diagnosed known mistake, if any
+  std::string mistake;                // id of the diagnosed known mistake, if any
 };
 
 // One case as planned by the parent and answered by the child.
@@ -40,9 +40,9 @@ struct CaseRun {
 };
 
 struct JudgeInput {
-  std::map<std::string, CaseRun> cases;          // by case id
+  std::map<std::string, CaseRun> cases;        // by case id
   std::vector<std::string> forbidden_symbols;  // found in the compiled submission
-  uint64_t seed = 0;                            // the inputs were drawn from it
+  uint64_t seed = 0;                           // the inputs were drawn from it
   const CaseRun& at(const std::string& id) const;
   std::string replay_hint() const { return "reproduce with --seed " + std::to_string(seed); }
 };

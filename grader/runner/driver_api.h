@@ -5,9 +5,9 @@
 // learner's code and fills the response record with what came back.
 #pragma once
 
-#include "wire.h"
-
 #include <string>
+
+#include "wire.h"
 
 namespace grader::driver {
 

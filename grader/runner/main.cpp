@@ -4,19 +4,20 @@
 // nothing: every comparison and verdict happens in the parent.
 //
 //   grader-runner SUBMISSION.so     (request on fd 3, results on fd 4)
-#include "op_recorder.h"
-#include "runner/driver_api.h"
-#include "wire.h"
-
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
-
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <random>
 #include <string>
+
+#include "op_recorder.h"
+#include "runner/driver_api.h"
+#include "wire.h"
 
 namespace {
 
@@ -56,11 +57,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: grader-runner SUBMISSION.so (request on fd 3, results on fd 4)\n");
     return 64;
   }
-  // Private channel: keep it off the well-known fd 4 before any learner code runs.
-  int result_fd = dup(4);
+  // Private channel: move it off the well-known fd 4, to a descriptor learner
+  // code cannot guess, before any learner code runs.
+  std::random_device entropy;
+  int result_fd = fcntl(4, F_DUPFD_CLOEXEC, 64 + static_cast<int>(entropy() % 900));
   close(4);
-  auto requests = grader::wire::decode(read_all(3));
+  if (result_fd < 0) return 71;
+  std::vector<Record> requests;
+  try {
+    requests = grader::wire::decode(read_all(3));
+  } catch (const grader::wire::WireError& error) {
+    std::fprintf(stderr, "grader-runner: bad request: %s\n", error.what());
+    return 71;
+  }
   close(3);
+  // Tells the parent that the runner itself started: whatever happens after
+  // this is the learner code's doing.
+  if (!write_all(result_fd, grader::wire::kRunnerReady)) return 71;
 
   // One thread: reproducible results and a predictable process count.
   at::set_num_threads(1);

@@ -44,9 +44,7 @@ std::map<std::string, long> OpRecorder::stop() {
   return counts;
 }
 
-bool OpRecorder::intact() const {
-  return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks();
-}
+bool OpRecorder::intact() const { return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks(); }
 
 std::string format_op_counts(const std::map<std::string, long>& op_counts) {
   std::ostringstream out;

@@ -16,7 +16,7 @@ class OpRecorder {
   OpRecorder(const OpRecorder&) = delete;
   OpRecorder& operator=(const OpRecorder&) = delete;
 
-  void start();                 // clears the counts and begins counting
+  void start();                        // clears the counts and begins counting
   std::map<std::string, long> stop();  // op name -> calls since start()
   // False if learner code switched recording off or removed the callback.
   bool intact() const;

@@ -3,14 +3,16 @@
 // learner's results.
 #include "checks/exercise_mhsa/checks.h"
 
-#include "attention.h"
-#include "runner/op_recorder.h"
-
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <functional>
+#include <map>
 #include <sstream>
+
+#include "attention.h"
+#include "runner/op_recorder.h"
 
 namespace grader {
 namespace {
@@ -36,31 +38,43 @@ constexpr double kEvalDropout = 0.5;
 
 std::string forward_case(size_t i) { return "forward_" + std::to_string(i); }
 
-const std::vector<std::string> kMistakes = {
-    "no_scaling", "scaled_by_dim", "scaled_by_head_dim", "scale_multiplied", "softmax_over_queries",
-    "softmax_over_heads", "split_without_transpose", "merge_without_transpose", "heads_interleaved",
-    "no_output_projection", "key_from_query_projection", "value_not_projected"};
+const std::vector<std::string> kChecks = {"registered_names",
+                                          "dropout_probability",
+                                          "rejects_indivisible_dim",
+                                          "output_shape",
+                                          "forward_float64",
+                                          "forward_float32",
+                                          "no_head_loop",
+                                          "dropout_inactive_in_eval",
+                                          "dropout_on_attention_weights",
+                                          "gradients",
+                                          "no_builtins"};
 
-const std::vector<std::string> kChecks = {
-    "registered_names", "dropout_probability", "rejects_indivisible_dim", "output_shape", "forward_float64",
-    "forward_float32", "no_head_loop", "dropout_inactive_in_eval", "dropout_on_attention_weights", "gradients",
-    "no_builtins"};
+// Each known mistake of exercise.yaml, as a bend of the reference.
+using Bend = std::function<void(reference::MhsaVariant&, double dim, double head_dim)>;
+
+const std::map<std::string, Bend>& mistake_bends() {
+  using reference::HeadSplit;
+  static const std::map<std::string, Bend> bends = {
+      {"no_scaling", [](auto& v, double, double) { v.attention.scale = 1.0; }},
+      {"scaled_by_dim", [](auto& v, double dim, double) { v.attention.scale = 1.0 / std::sqrt(dim); }},
+      {"scaled_by_head_dim", [](auto& v, double, double hd) { v.attention.scale = 1.0 / hd; }},
+      {"scale_multiplied", [](auto& v, double, double hd) { v.attention.scale = std::sqrt(hd); }},
+      {"softmax_over_queries", [](auto& v, double, double) { v.attention.softmax_dim = -2; }},
+      {"softmax_over_heads", [](auto& v, double, double) { v.attention.softmax_dim = 1; }},
+      {"split_without_transpose", [](auto& v, double, double) { v.split = HeadSplit::no_transpose; }},
+      {"merge_without_transpose", [](auto& v, double, double) { v.merge_transposes = false; }},
+      {"heads_interleaved", [](auto& v, double, double) { v.split = HeadSplit::interleaved; }},
+      {"no_output_projection", [](auto& v, double, double) { v.output_projection = false; }},
+      {"key_from_query_projection", [](auto& v, double, double) { v.key_uses_query_projection = true; }},
+      {"value_not_projected", [](auto& v, double, double) { v.value_projection = false; }},
+  };
+  return bends;
+}
 
 reference::MhsaVariant variant_for(const std::string& mistake, int64_t dim, int64_t heads) {
-  const double head_dim = static_cast<double>(dim / heads);
   reference::MhsaVariant variant;
-  if (mistake == "no_scaling") variant.attention.scale = 1.0;
-  else if (mistake == "scaled_by_dim") variant.attention.scale = 1.0 / std::sqrt(static_cast<double>(dim));
-  else if (mistake == "scaled_by_head_dim") variant.attention.scale = 1.0 / head_dim;
-  else if (mistake == "scale_multiplied") variant.attention.scale = std::sqrt(head_dim);
-  else if (mistake == "softmax_over_queries") variant.attention.softmax_dim = -2;
-  else if (mistake == "softmax_over_heads") variant.attention.softmax_dim = 1;
-  else if (mistake == "split_without_transpose") variant.split = reference::HeadSplit::no_transpose;
-  else if (mistake == "merge_without_transpose") variant.merge_transposes = false;
-  else if (mistake == "heads_interleaved") variant.split = reference::HeadSplit::interleaved;
-  else if (mistake == "no_output_projection") variant.output_projection = false;
-  else if (mistake == "key_from_query_projection") variant.key_uses_query_projection = true;
-  else if (mistake == "value_not_projected") variant.value_projection = false;
+  mistake_bends().at(mistake)(variant, static_cast<double>(dim), static_cast<double>(dim / heads));
   return variant;
 }
 
@@ -84,7 +98,9 @@ class MhsaSuite : public Suite {
     require_same_ids(exercise, "check", declared, kChecks);
     declared.clear();
     for (const auto& mistake : exercise.mistakes) declared.push_back(mistake.id);
-    require_same_ids(exercise, "mistake", declared, kMistakes);
+    std::vector<std::string> bends;
+    for (const auto& [id, bend] : mistake_bends()) bends.push_back(id);
+    require_same_ids(exercise, "mistake", declared, bends);
   }
 
   std::vector<wire::Record> plan(uint64_t seed) override {
@@ -125,7 +141,8 @@ class MhsaSuite : public Suite {
     indivisible.reals["dropout"] = 0.1;
     cases.push_back(indivisible);
 
-    for (size_t i = 0; i < kForwardConfigs.size(); ++i) add(forward_case(i), kForwardConfigs[i], 0.1, false, at::kDouble);
+    for (size_t i = 0; i < kForwardConfigs.size(); ++i)
+      add(forward_case(i), kForwardConfigs[i], 0.1, false, at::kDouble);
     add("float32", kForwardConfigs[0], 0.1, false, at::kFloat);
     add("loop_few_heads", kLoopFew, 0.0, false, at::kDouble);
     add("loop_many_heads", kLoopMany, 0.0, false, at::kDouble);
@@ -143,9 +160,17 @@ class MhsaSuite : public Suite {
 
   std::vector<CheckResult> judge(const JudgeInput& input) override {
     input_ = &input;
-    return {registered_names(), dropout_probability(), rejects_indivisible_dim(), output_shape(),
-            forward_float64(), forward_float32(), no_head_loop(), dropout_inactive_in_eval(),
-            dropout_on_attention_weights(), gradients(), check_no_builtins(results_, input)};
+    return {registered_names(),
+            dropout_probability(),
+            rejects_indivisible_dim(),
+            output_shape(),
+            forward_float64(),
+            forward_float32(),
+            no_head_loop(),
+            dropout_inactive_in_eval(),
+            dropout_on_attention_weights(),
+            gradients(),
+            check_no_builtins(results_, input)};
   }
 
  private:
@@ -219,8 +244,7 @@ class MhsaSuite : public Suite {
     if (!output) return results_.fail(check, why + " (" + run.describe() + ")");
     auto cmp = compare(expected(run).output, *output, tolerance);
     if (cmp.ok) return std::nullopt;
-    std::vector<std::string> evidence = {"input: " + run.describe(), "output: " + cmp.detail,
-                                         input_->replay_hint()};
+    std::vector<std::string> evidence = {"input: " + run.describe(), "output: " + cmp.detail, input_->replay_hint()};
     const auto dim = run.request.integer("dim"), heads = run.request.integer("num_heads");
     auto replay = [&](const std::string& mistake) {
       return std::map<std::string, at::Tensor>{{"output", expected(run, variant_for(mistake, dim, heads)).output}};
@@ -297,7 +321,8 @@ class MhsaSuite : public Suite {
       if (!output) return results_.fail("output_shape", why + " (" + run.describe() + ")");
       auto want = run.request.tensor("x").sizes();
       if (output->sizes() != want) {
-        evidence.push_back(run.describe() + ": got " + shape_string(output->sizes()) + ", expected " + shape_string(want));
+        evidence.push_back(run.describe() + ": got " + shape_string(output->sizes()) + ", expected " +
+                           shape_string(want));
       }
     }
     if (!evidence.empty()) return results_.fail("output_shape", "the output has the wrong shape", evidence);
@@ -310,8 +335,8 @@ class MhsaSuite : public Suite {
         return *failure;
       }
     }
-    return results_.pass("forward_float64", "matches the reference in " + std::to_string(kForwardConfigs.size()) +
-                                                " configurations");
+    return results_.pass("forward_float64",
+                         "matches the reference in " + std::to_string(kForwardConfigs.size()) + " configurations");
   }
 
   CheckResult forward_float32() {
@@ -387,9 +412,9 @@ class MhsaSuite : public Suite {
     const int64_t head_dim = c.dim / c.heads;
     if (output->sizes() != run.request.tensor("x").sizes()) return results_.fail(id, "the output has the wrong shape");
     auto per_head = output->to(at::kDouble).reshape({c.batch, c.tokens, c.heads, head_dim}).transpose(1, 2);
-    auto observed = per_head.narrow(-1, 0, c.tokens);          // (B, H, N, N)
-    auto row_sums = per_head.select(-1, c.tokens);             // (B, H, N)
-    auto clean = expected(run).weights;                        // eval-mode weights
+    auto observed = per_head.narrow(-1, 0, c.tokens);  // (B, H, N, N)
+    auto row_sums = per_head.select(-1, c.tokens);     // (B, H, N)
+    auto clean = expected(run).weights;                // eval-mode weights
     const double p = kProbeDropout;
     const auto evidence_base = "input: " + run.describe();
 
@@ -399,8 +424,8 @@ class MhsaSuite : public Suite {
     const double z = (rate - p) / std::sqrt(p * (1 - p) / count);
     std::ostringstream rate_text;
     rate_text.precision(3);
-    rate_text << "observed drop rate " << rate << " over " << observed.numel() << " attention weights, expected p = " << p
-              << " (z = " << z << ")";
+    rate_text << "observed drop rate " << rate << " over " << observed.numel()
+              << " attention weights, expected p = " << p << " (z = " << z << ")";
     if (rate == 0) {
       if (compare(clean, observed, exercise_.tolerance("float64")).ok) {
         return results_.fail(id, "in training mode nothing is dropped: dropout must be active in training",
@@ -412,8 +437,11 @@ class MhsaSuite : public Suite {
                            {evidence_base, rate_text.str()});
     }
     if (std::abs(z) > 5) {
-      return results_.fail(id, "the fraction of dropped attention weights does not match p (is p the drop probability, "
-                               "not the keep probability?)",
+      const bool swapped = std::abs(rate - (1 - p)) < 5 * std::sqrt(p * (1 - p) / count);
+      return results_.fail(id,
+                           swapped ? "attention weights are dropped at rate 1 - p: p is the drop probability, not the "
+                                     "keep probability"
+                                   : "the fraction of dropped attention weights does not match the dropout probability",
                            {evidence_base, rate_text.str()});
     }
     auto kept = ~zeros;
@@ -427,10 +455,11 @@ class MhsaSuite : public Suite {
     }
     auto sum_cmp = compare(observed.sum(-1), row_sums, exercise_.tolerance("float64"));
     if (!sum_cmp.ok) {
-      return results_.fail(id,
-                           "the drop pattern does not follow the attention weights: dropout is applied to another "
-                           "tensor (values, heads or output), not to the weights after the softmax",
-                           {evidence_base, "row sums of the kept weights vs the values' sum column: " + sum_cmp.detail});
+      return results_.fail(
+          id,
+          "the drop pattern does not follow the attention weights: dropout is applied to another "
+          "tensor (values, heads or output), not to the weights after the softmax",
+          {evidence_base, "row sums of the kept weights vs the values' sum column: " + sum_cmp.detail});
     }
     return results_.pass(id, rate_text.str() + "; survivors scaled by 1/(1-p)");
   }

@@ -6,12 +6,12 @@
 //           forward: x, dtype, train, param.<name> tensors, [grad_output]
 // Response: parameters (names and shapes), dropout.p, missing_parameters,
 //           output, [grad.x, grad.param.<name>]
-#include "mhsa.h"
-#include "runner/driver_api.h"
-
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <sstream>
+
+#include "mhsa.h"
+#include "runner/driver_api.h"
 
 namespace {
 
@@ -69,9 +69,11 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
   put_tensor(response, "output", output);
   if (!want_grad) return;
 
-  TORCH_CHECK(output.defined() && output.requires_grad(), "the output is not connected to the input in the autograd graph");
+  TORCH_CHECK(output.defined() && output.requires_grad(),
+              "the output is not connected to the input in the autograd graph");
   TORCH_CHECK(output.sizes() == x.sizes(), "the output has shape ", output.sizes(), ", expected ", x.sizes());
   output.backward(request.tensor("grad_output").to(output.scalar_type()));
   put_tensor(response, "grad.x", x.grad());
-  for (const auto& item : module->named_parameters()) put_tensor(response, "grad.param." + item.key(), item.value().grad());
+  for (const auto& item : module->named_parameters())
+    put_tensor(response, "grad.param." + item.key(), item.value().grad());
 }
