@@ -156,10 +156,7 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
     if (!run.threw() && run.response.tensors.count("output")) {
       bool multiplied = false;
       for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
-        for (const char* product : {"aten::matmul", "aten::bmm", "aten::mm", "aten::einsum", "aten::baddbmm",
-                                    "aten::linear", "aten::addmm", "aten::tensordot"}) {
-          multiplied |= op == product;
-        }
+        multiplied |= is_matrix_product(op);
       }
       if (!multiplied) tampered = true;
     }
@@ -187,6 +184,8 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   return results.pass("no_builtins", "only basic operations ran");
 }
 
+namespace {
+
 void require_same_ids(const Exercise& exercise, const std::string& what, const std::vector<std::string>& declared,
                       const std::vector<std::string>& implemented) {
   std::set<std::string> want(declared.begin(), declared.end()), have(implemented.begin(), implemented.end());
@@ -202,6 +201,23 @@ void require_same_ids(const Exercise& exercise, const std::string& what, const s
                         "' is implemented but not declared");
     }
   }
+}
+
+}  // namespace
+
+void require_implemented(const Exercise& exercise, const std::vector<std::string>& checks,
+                         const std::vector<std::string>& mistakes) {
+  std::vector<std::string> declared_checks, declared_mistakes;
+  for (const auto& check : exercise.checks) declared_checks.push_back(check.id);
+  for (const auto& mistake : exercise.mistakes) declared_mistakes.push_back(mistake.id);
+  require_same_ids(exercise, "check", declared_checks, checks);
+  require_same_ids(exercise, "mistake", declared_mistakes, mistakes);
+}
+
+bool is_matrix_product(const std::string& op) {
+  static const std::set<std::string> products = {"aten::matmul",  "aten::bmm",    "aten::mm",    "aten::einsum",
+                                                 "aten::baddbmm", "aten::linear", "aten::addmm", "aten::tensordot"};
+  return products.count(op) > 0;
 }
 
 }  // namespace grader

@@ -103,9 +103,19 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
 
 std::string shape_string(at::IntArrayRef sizes);
 
-// Throws ConfigError unless `implemented` and the ids declared in exercise.yaml
-// (`what`: "check" or "mistake") are the same set.
-void require_same_ids(const Exercise& exercise, const std::string& what, const std::vector<std::string>& declared,
-                      const std::vector<std::string>& implemented);
+// Throws ConfigError unless the checks and mistakes declared in exercise.yaml
+// are exactly those the suite has code for.
+void require_implemented(const Exercise& exercise, const std::vector<std::string>& checks,
+                         const std::vector<std::string>& mistakes);
+
+template <typename Map>
+std::vector<std::string> keys_of(const Map& map) {
+  std::vector<std::string> keys;
+  for (const auto& entry : map) keys.push_back(entry.first);
+  return keys;
+}
+
+// A LibTorch operator that multiplies matrices (attention cannot do without one).
+bool is_matrix_product(const std::string& op);
 
 }  // namespace grader

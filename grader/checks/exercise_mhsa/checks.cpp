@@ -81,8 +81,7 @@ reference::MhsaVariant variant_for(const std::string& mistake, int64_t dim, int6
 int64_t matmul_like_ops(const CaseRun& run) {
   int64_t total = 0;
   for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
-    if (op == "aten::matmul" || op == "aten::bmm" || op == "aten::mm" || op == "aten::einsum" ||
-        op == "aten::softmax" || op == "aten::_softmax" || op == "aten::baddbmm" || op == "aten::mul" ||
+    if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
         op == "aten::div") {
       total += count;
     }
@@ -93,14 +92,7 @@ int64_t matmul_like_ops(const CaseRun& run) {
 class MhsaSuite : public Suite {
  public:
   explicit MhsaSuite(const Exercise& exercise) : exercise_(exercise), results_(exercise) {
-    std::vector<std::string> declared;
-    for (const auto& check : exercise.checks) declared.push_back(check.id);
-    require_same_ids(exercise, "check", declared, kChecks);
-    declared.clear();
-    for (const auto& mistake : exercise.mistakes) declared.push_back(mistake.id);
-    std::vector<std::string> bends;
-    for (const auto& [id, bend] : mistake_bends()) bends.push_back(id);
-    require_same_ids(exercise, "mistake", declared, bends);
+    require_implemented(exercise, kChecks, keys_of(mistake_bends()));
   }
 
   std::vector<wire::Record> plan(uint64_t seed) override {

@@ -83,10 +83,7 @@ const std::vector<std::string> kChecks = {"output_shape",
 class SdpaSuite : public Suite {
  public:
   explicit SdpaSuite(const Exercise& exercise) : exercise_(exercise), results_(exercise) {
-    require_same_ids(exercise, "check", ids(exercise.checks), kChecks);
-    std::vector<std::string> bends;
-    for (const auto& [id, bend] : mistake_bends()) bends.push_back(id);
-    require_same_ids(exercise, "mistake", ids(exercise.mistakes), bends);
+    require_implemented(exercise, kChecks, keys_of(mistake_bends()));
   }
 
   std::vector<wire::Record> plan(uint64_t seed) override {
@@ -171,13 +168,6 @@ class SdpaSuite : public Suite {
   }
 
  private:
-  template <typename T>
-  static std::vector<std::string> ids(const std::vector<T>& items) {
-    std::vector<std::string> out;
-    for (const auto& item : items) out.push_back(item.id);
-    return out;
-  }
-
   static at::Tensor mask_of(const CaseRun& run) {
     return run.request.has_tensor("mask") ? run.request.tensor("mask") : at::Tensor();
   }
