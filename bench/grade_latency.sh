@@ -3,6 +3,8 @@
 # measured in the same run:
 #   cold     first grade on a fresh build folder (configure + build + grade)
 #   edited   re-grade after the learner edited their file (the practice loop)
+#   unchanged re-grade of the same file again (its compiled code is cached)
+#   memory   peak resident memory of one grade after an edit, compiler included
 #   baseline the naive way to try the same file: one translation unit that
 #            includes <torch/torch.h> with the learner file and a main, linked
 #            and run once
@@ -46,6 +48,21 @@ for ((i = 0; i < runs; i++)); do
   edited+=("$(timed "$root/grade" "$exercise" --submission "$work/$(basename "$file")")")
 done
 
+unchanged=()
+for ((i = 0; i < runs; i++)); do
+  unchanged+=("$(timed "$root/grade" "$exercise" --submission "$work/$(basename "$file")")")
+done
+
+# Peak memory of the whole process tree of one grade (compile included).
+echo "// edit for memory $(now)" >>"$work/$(basename "$file")"
+peak_kb=$(python3 - "$root/build/grader/grade" --root "$root" --build-dir "$root/build" "$exercise" \
+  --submission "$work/$(basename "$file")" <<'PY'
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+PY
+)
+
 # Baseline: the same file compiled the naive way, with a main that builds and runs it once.
 header=$(ls "$root/exercises/$exercise/"*.h | head -1)
 cat >"$work/naive_main.cpp" <<CPP
@@ -71,8 +88,12 @@ done
 
 cold_m=$(printf '%s\n' "${cold[@]}" | median)
 edited_m=$(printf '%s\n' "${edited[@]}" | median)
+unchanged_m=$(printf '%s\n' "${unchanged[@]}" | median)
 base_m=$(printf '%s\n' "${baseline[@]}" | median)
 printf 'cold first grade (configure + build + grade): median %6.1f s  [%s]\n' "$cold_m" "${cold[*]}"
 printf 're-grade after an edit:                       median %6.1f s  [%s]\n' "$edited_m" "${edited[*]}"
+printf 're-grade of an unchanged file:                median %6.1f s  [%s]\n' "$unchanged_m" "${unchanged[*]}"
+printf 'peak resident memory of one grade:            %6.2f GB (largest single process, compiler included)\n' \
+  "$(awk -v k="$peak_kb" 'BEGIN {print k / 1048576}')"
 printf 'baseline, naive compile + link + run:         median %6.1f s  [%s]\n' "$base_m" "${baseline[*]}"
 awk -v a="$base_m" -v b="$edited_m" 'BEGIN {printf "ratio naive / re-grade after an edit:         %.2f\n", a / b}'

@@ -2,7 +2,8 @@
 #
 # The child-side driver is compiled into an object file (position independent,
 # so it can join the learner's object in a shared library) against the
-# exercise's fixed interface; the parent-side checks join the grader library.
+# exercise's fixed interface; the parent-side checks join the grader library;
+# the interface header is precompiled for submissions (grader/CMakeLists.txt).
 function(grader_add_exercise id)
   cmake_parse_arguments(ARG "" "DRIVER;CHECKS" "" ${ARGN})
   set(driver driver_${id})
@@ -13,4 +14,14 @@ function(grader_add_exercise id)
   target_compile_features(${driver} PRIVATE cxx_std_17)
   target_sources(grader_core PRIVATE ${ARG_CHECKS})
   set_property(GLOBAL APPEND PROPERTY GRADER_EXERCISES ${id})
+
+  # The interface header named in exercise.yaml (precompiled for submissions).
+  set(yaml ${PROJECT_SOURCE_DIR}/exercises/${id}/exercise.yaml)
+  file(STRINGS ${yaml} interface_line REGEX "^interface:")
+  string(REGEX REPLACE "^interface:[ \t]*\"?([^\" \t]+)\"?.*$" "\\1" interface "${interface_line}")
+  if(NOT interface OR NOT EXISTS ${PROJECT_SOURCE_DIR}/exercises/${id}/${interface})
+    message(FATAL_ERROR "${yaml}: no 'interface:' line naming an existing header")
+  endif()
+  set_property(GLOBAL PROPERTY GRADER_INTERFACE_${id} ${PROJECT_SOURCE_DIR}/exercises/${id}/${interface})
+  set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${yaml})
 endfunction()

@@ -1,5 +1,7 @@
 #include "compile.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -7,6 +9,7 @@
 
 #include "errors.h"
 #include "process.h"
+#include "sha256.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -26,8 +29,8 @@ bool is_within(const fs::path& file, const fs::path& dir) {
   return f.size() > d.size() && f.compare(0, d.size(), d) == 0 && f[d.size()] == '/';
 }
 
-// Headers listed in a make-style dependency file.
-std::vector<std::string> depfile_headers(const fs::path& depfile) {
+// Headers listed in a make-style dependency file (the source itself left out).
+std::vector<std::string> depfile_headers(const fs::path& depfile, const fs::path& source) {
   std::ifstream in(depfile);
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -37,15 +40,81 @@ std::vector<std::string> depfile_headers(const fs::path& depfile) {
   if (colon == std::string::npos) return headers;
   std::istringstream words(text.substr(colon + 2));
   std::string word;
-  bool first = true;
   while (words >> word) {
-    if (first) {  // the source file itself
-      first = false;
-      continue;
-    }
-    headers.push_back(word);
+    if (word != source.string() && word != source.filename().string()) headers.push_back(word);
   }
   return headers;
+}
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw GraderFault("cannot read " + file.string());
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// What decides the compiled code: the source, the interface, the compiler and
+// its flags, the precompiled header and the driver it is linked with.
+std::string cache_key(const Toolchain& toolchain, const Exercise& exercise, const fs::path& submission,
+                      const std::vector<std::string>& argv, const fs::path& work_dir, const fs::path& pch,
+                      const fs::path& driver) {
+  Sha256 hash;
+  auto add = [&hash](const std::string& part) {
+    hash.update(std::to_string(part.size()) + ":");
+    hash.update(part);
+  };
+  auto add_stamp = [&add](const fs::path& file) {  // large files: path, size and time
+    std::error_code error;
+    auto size = fs::file_size(file, error);
+    auto time = fs::last_write_time(file, error).time_since_epoch().count();
+    add(file.string() + " " + std::to_string(size) + " " + std::to_string(time));
+  };
+  add("grader compile cache v1");
+  add(read_file(submission));
+  add(read_file(exercise.dir / exercise.interface_header));
+  add(read_file(toolchain.flags_file));
+  for (const auto& arg : argv) add(replace_all(arg, work_dir.string(), "<scratch>"));
+  add_stamp(toolchain.cxx);
+  if (!pch.empty()) add_stamp(pch);
+  add(read_file(driver));
+  return hash.hex();
+}
+
+bool cached_copy(const fs::path& from_dir, const fs::path& to_dir, const std::vector<std::string>& names) {
+  std::error_code error;
+  for (const auto& name : names) {
+    fs::copy_file(from_dir / name, to_dir / name, fs::copy_options::overwrite_existing, error);
+    if (error) return false;
+  }
+  return true;
+}
+
+// Stores a compiled submission; concurrent grades of the same file may race,
+// the rename makes the last one win with a complete entry.
+void store_in_cache(const fs::path& entry, const fs::path& work_dir, const std::vector<std::string>& names) {
+  std::error_code error;
+  auto staging = entry.parent_path() / (entry.filename().string() + ".tmp-" + std::to_string(getpid()));
+  fs::create_directories(staging, error);
+  if (error || !cached_copy(work_dir, staging, names)) {
+    fs::remove_all(staging, error);
+    return;
+  }
+  fs::remove_all(entry, error);
+  fs::rename(staging, entry, error);
+  if (error) fs::remove_all(staging, error);
+}
+
+// Keeps the cache to its newest entries.
+void prune_cache(const fs::path& dir, size_t keep) {
+  std::error_code error;
+  std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    entries.emplace_back(fs::last_write_time(entry.path(), error), entry.path());
+  }
+  if (entries.size() <= keep) return;
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = keep; i < entries.size(); ++i) fs::remove_all(entries[i].second, error);
 }
 
 ChildSpec compiler_spec(const Toolchain& toolchain, const Exercise& exercise, std::vector<std::string> argv,
@@ -92,12 +161,23 @@ std::string trim_diagnostics(const std::string& text, const std::string& scratch
 }
 
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise, const fs::path& submission,
-                                 const fs::path& work_dir, const fs::path& project_root) {
+                                 const fs::path& work_dir, const fs::path& project_root, const fs::path& cache_dir) {
   auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   CompileResult result;
   auto driver = toolchain.drivers.find(exercise.id);
   if (driver == toolchain.drivers.end())
     throw GraderFault("no compiled driver for " + exercise.id + ": rebuild the grader");
+  fs::path pch;
+  if (auto found = toolchain.pchs.find(exercise.id); found != toolchain.pchs.end()) {
+    pch = found->second;
+    std::error_code error;
+    auto header_time = fs::last_write_time(exercise.dir / exercise.interface_header, error);
+    if (!fs::exists(pch) || error || fs::last_write_time(pch) < header_time) {
+      throw GraderFault("the precompiled interface " + pch.string() + " is missing or older than " +
+                        exercise.interface_header + ": rebuild the grader (./grade does it)");
+    }
+  }
 
   fs::create_directories(work_dir);
   const auto source = work_dir / exercise.learner_files.front();
@@ -105,29 +185,55 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   const auto object = work_dir / "submission.o";
   const auto depfile = work_dir / "submission.d";
   result.shared_object = work_dir / "submission.so";
+  // The cache holds only code that passed the include check below, which
+  // depends on nothing but what the key covers.
+  const std::vector<std::string> products = {"submission.o", "submission.so"};
 
-  std::vector<std::string> argv = {toolchain.cxx};
-  argv.insert(argv.end(), toolchain.flags.begin(), toolchain.flags.end());
-  for (const char* flag : {"-fPIC", "-O0", "-g0", "-fdiagnostics-color=never", "-fmax-errors=20", "-MD"}) {
-    argv.push_back(flag);
-  }
+  bool gcc_style = toolchain.cxx.find("clang") == std::string::npos;
+  std::vector<std::string> argv = {toolchain.cxx, "@" + toolchain.flags_file.string(), "-fdiagnostics-color=never",
+                                   gcc_style ? "-fmax-errors=20" : "-ferror-limit=20", "-MD"};
+  if (!pch.empty()) argv.insert(argv.end(), {"-include-pch", pch.string()});
   argv.insert(argv.end(), {"-MF", depfile.string(), "-iquote", exercise.dir.string(), "-c", source.string(), "-o",
                            object.string()});
-  auto compiled = run_child(compiler_spec(toolchain, exercise, argv, work_dir));
-  if (compiled.exit_code == 127 && compiled.stderr_text.empty()) {
-    throw GraderFault("cannot run the compiler " + toolchain.cxx);
+
+  // An unchanged submission is not compiled again: same source, interface,
+  // compiler, flags, precompiled header and driver give the same object.
+  fs::path cache_entry;
+  if (!cache_dir.empty()) {
+    cache_entry = cache_dir / cache_key(toolchain, exercise, source, argv, work_dir, pch, driver->second);
+    if (fs::is_directory(cache_entry) && cached_copy(cache_entry, work_dir, products)) {
+      std::error_code error;
+      fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used
+      result.cached = true;
+    }
   }
+
   auto shown_as = submission.string();
-  if (!compiled.exited_cleanly()) {
-    result.diagnostics = compiled.timed_out ? "the compiler ran past its time limit\n"
-                                            : trim_diagnostics(compiled.stderr_text, source.string(), shown_as);
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return result;
+  if (!result.cached) {
+    auto compiled = run_child(compiler_spec(toolchain, exercise, argv, work_dir));
+    if (compiled.exit_code == 127 && compiled.stderr_text.empty()) {
+      throw GraderFault("cannot run the compiler " + toolchain.cxx);
+    }
+    if (!compiled.exited_cleanly()) {
+      // The compiler refusing our precompiled header is not the learner's doing
+      // (its messages about it carry no file location, unlike #error lines).
+      std::istringstream lines(compiled.stderr_text);
+      for (std::string line; std::getline(lines, line);) {
+        if (!pch.empty() && line.rfind("fatal error:", 0) == 0 && line.find(pch.string()) != std::string::npos) {
+          throw GraderFault("the compiler refused the precompiled interface: " + line +
+                            " (rebuild the grader: ./grade does it)");
+        }
+      }
+      result.diagnostics = compiled.timed_out ? "the compiler ran past its time limit\n"
+                                              : trim_diagnostics(compiled.stderr_text, source.string(), shown_as);
+      result.seconds = elapsed();
+      return result;
+    }
   }
 
   // The submission may include LibTorch, the standard library and its
   // interface header; nothing else of this project (reference, solutions, ...).
-  for (const auto& header : depfile_headers(depfile)) {
+  for (const auto& header : result.cached ? std::vector<std::string>() : depfile_headers(depfile, source)) {
     bool interface = fs::weakly_canonical(header) == fs::weakly_canonical(exercise.dir / exercise.interface_header);
     if (!interface && is_within(header, project_root)) {
       bool toolchain_header = std::any_of(toolchain.system_include_dirs.begin(), toolchain.system_include_dirs.end(),
@@ -140,12 +246,18 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     }
   }
 
-  argv = {toolchain.cxx, "-shared", "-o", result.shared_object.string(), object.string(), driver->second.string()};
-  auto linked = run_child(compiler_spec(toolchain, exercise, argv, work_dir));
-  if (!linked.exited_cleanly()) {
-    result.diagnostics = linked.timed_out ? describe_failure(linked, "linking") + "\n"
-                                          : trim_diagnostics(linked.stderr_text, source.string(), shown_as);
-    return result;
+  if (!result.cached) {
+    argv = {toolchain.cxx, "-shared", "-o", result.shared_object.string(), object.string(), driver->second.string()};
+    auto linked = run_child(compiler_spec(toolchain, exercise, argv, work_dir));
+    if (!linked.exited_cleanly()) {
+      result.diagnostics = linked.timed_out ? describe_failure(linked, "linking") + "\n"
+                                            : trim_diagnostics(linked.stderr_text, source.string(), shown_as);
+      return result;
+    }
+    if (!cache_entry.empty()) {
+      store_in_cache(cache_entry, work_dir, products);
+      prune_cache(cache_dir, 200);
+    }
   }
 
   if (toolchain.nm.empty()) throw GraderFault("the toolchain names no nm: rebuild the grader");
@@ -175,7 +287,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                                    result.forbidden_symbols.end());
   }
   result.ok = true;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = elapsed();
   return result;
 }
 

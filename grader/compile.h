@@ -18,11 +18,14 @@ struct CompileResult {
   std::filesystem::path shared_object;
   std::vector<std::string> forbidden_symbols;  // found in the compiled learner code
   double seconds = 0;
+  bool cached = false;  // the compiled code came from the cache (unchanged submission)
 };
 
+// cache_dir: where compiled submissions are kept by content hash (empty: no
+// cache). Only compiled code is cached, never a verdict.
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise,
                                  const std::filesystem::path& submission, const std::filesystem::path& work_dir,
-                                 const std::filesystem::path& project_root);
+                                 const std::filesystem::path& project_root, const std::filesystem::path& cache_dir);
 
 // Keeps the compiler's lines that help: errors and notes about the learner's
 // file, with the scratch path replaced by the path the learner knows.

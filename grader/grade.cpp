@@ -72,8 +72,10 @@ GradeReport grade(const GradeOptions& options) {
   };
 
   // Compile.
-  auto compiled = compile_submission(toolchain, exercise, submission, scratch.path(), options.project_root);
+  auto compiled = compile_submission(toolchain, exercise, submission, scratch.path(), options.project_root,
+                                     options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path());
   report.compile_seconds = compiled.seconds;
+  report.compile_cached = compiled.cached;
   if (!compiled.ok) {
     report.compiler_output = compiled.diagnostics;
     return finish(Verdict::compile_error, "Your code does not compile; the compiler's messages are above.");

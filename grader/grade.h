@@ -17,6 +17,7 @@ struct GradeOptions {
   std::optional<uint64_t> seed;                     // default: a fresh one, printed in the report
   std::optional<double> run_seconds;                // overrides the exercise's run time limit
   bool keep_scratch = false;
+  bool use_cache = true;  // reuse the compiled code of an unchanged submission (build_dir/cache)
 };
 
 // Throws UsageError/ConfigError for bad input and GraderFault when the grader

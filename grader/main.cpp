@@ -1,10 +1,9 @@
 // grade: the command line. Parses arguments, runs one grade (or lists the
 // exercises), prints the report, and turns errors into messages and exit codes.
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <sys/prctl.h>
-
 #include <csignal>
 #include <iostream>
 
@@ -37,6 +36,8 @@ int main(int argc, char** argv) {
   auto* time_option = app.add_option("--time-limit", time_limit, "seconds the checks may run (default: the exercise's)")
                           ->check(CLI::Range(1.0, 3600.0));
   app.add_flag("--keep-scratch", options.keep_scratch, "keep the scratch folder of this grade for inspection");
+  bool no_cache = false;
+  app.add_flag("--no-cache", no_cache, "compile even an unchanged submission again");
 
   try {
     app.parse(argc, argv);
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   try {
     options.project_root = std::filesystem::absolute(root);
     options.build_dir = std::filesystem::absolute(build);
+    options.use_cache = !no_cache;
     if (options.exercise == "list") {
       for (const auto& id : grader::list_exercises(options.project_root / "exercises")) {
         auto exercise = grader::load_exercise(options.project_root / "exercises" / id);

@@ -179,7 +179,8 @@ std::string render_text(const GradeReport& report, bool color) {
   out += p.bold("Verdict: ") + (report.verdict == Verdict::passed ? p.green(verdict) : p.red(verdict));
   if (!report.checks.empty()) out += fmt::format(" ({} of {} checks passed)", passed, report.checks.size());
   out += "\n" + printable(report.summary) + "\n";
-  out += p.dim(fmt::format("compile {:.1f} s, run {:.1f} s, total {:.1f} s", report.compile_seconds, report.run_seconds,
+  out += p.dim(fmt::format("compile {:.1f} s{}, run {:.1f} s, total {:.1f} s", report.compile_seconds,
+                           report.compile_cached ? " (unchanged, cached)" : "", report.run_seconds,
                            report.total_seconds)) +
          "\n";
   return out;
@@ -212,6 +213,7 @@ std::string render_json(const GradeReport& report) {
   json["stdout"] = report.program_stdout;
   json["stderr"] = report.program_stderr;
   json["timing"] = {{"compile_seconds", report.compile_seconds},
+                    {"compile_cached", report.compile_cached},
                     {"run_seconds", report.run_seconds},
                     {"total_seconds", report.total_seconds}};
   // Learner output may hold invalid UTF-8: replace it rather than fail.

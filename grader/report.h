@@ -34,6 +34,7 @@ struct GradeReport {
   std::string program_stdout;
   std::string program_stderr;
   double compile_seconds = 0;
+  bool compile_cached = false;  // unchanged submission: compiled code reused
   double run_seconds = 0;
   double total_seconds = 0;
 

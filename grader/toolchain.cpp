@@ -22,23 +22,20 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.cxx = value;
     else if (key == "nm")
       toolchain.nm = value;
-    else if (key == "flag")
-      toolchain.flags.push_back(value);
-    else if (key == "include") {
-      toolchain.flags.push_back("-I" + value);
+    else if (key == "flags_file")
+      toolchain.flags_file = value;
+    else if (key == "include")
       toolchain.system_include_dirs.push_back(value);
-    } else if (key == "define")
-      toolchain.flags.push_back("-D" + value);
     else if (key == "runner")
       toolchain.runner = value;
-    else if (key == "driver") {
+    else if (key == "driver" || key == "pch") {
       std::istringstream fields(value);
-      std::string exercise, object;
-      fields >> exercise >> object;
-      toolchain.drivers[exercise] = object;
+      std::string exercise, path;
+      fields >> exercise >> path;
+      (key == "driver" ? toolchain.drivers : toolchain.pchs)[exercise] = path;
     }
   }
-  if (toolchain.cxx.empty() || toolchain.runner.empty()) {
+  if (toolchain.cxx.empty() || toolchain.runner.empty() || toolchain.flags_file.empty()) {
     throw GraderFault(file.string() + " is incomplete: rebuild the grader (./grade does it)");
   }
   return toolchain;

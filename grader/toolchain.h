@@ -11,12 +11,13 @@
 namespace grader {
 
 struct Toolchain {
-  std::string cxx;                                       // the C++ compiler
+  std::string cxx;                                       // the compiler for submissions
   std::string nm;                                        // lists the symbols of the compiled submission
-  std::vector<std::string> flags;                        // language level, defines, include folders, options
+  std::filesystem::path flags_file;                      // response file: language level, defines, includes, options
   std::vector<std::string> system_include_dirs;          // where LibTorch's headers may come from
   std::filesystem::path runner;                          // the child-process runner executable
   std::map<std::string, std::filesystem::path> drivers;  // exercise id -> driver object file
+  std::map<std::string, std::filesystem::path> pchs;     // exercise id -> precompiled interface header
 };
 
 // Throws GraderFault when the file is missing or incomplete.

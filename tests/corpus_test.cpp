@@ -11,14 +11,18 @@
 //   exercises/<exercise>/<learner file>           the starter must fail, clearly
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
+#include <sstream>
 
 namespace {
 namespace fs = std::filesystem;
@@ -174,18 +178,66 @@ TEST_P(Corpus, GradesAsLabelled) {
     EXPECT_TRUE(named) << "the diagnosis must name mistake '" << expect["mistake"].as<std::string>() << "'\n"
                        << describe(graded);
   }
-  if (expect["compiler_output_contains"]) {
-    EXPECT_NE(graded.report.value("compiler_output", "").find(expect["compiler_output_contains"].as<std::string>()),
-              std::string::npos)
-        << describe(graded);
-  }
-  if (expect["summary_contains"]) {
-    EXPECT_NE(graded.report.value("summary", "").find(expect["summary_contains"].as<std::string>()), std::string::npos)
-        << describe(graded);
+  // "<field>_contains": one string or a list, each of which the field must hold.
+  for (const std::string field : {"compiler_output", "summary"}) {
+    auto wanted = expect[field + "_contains"];
+    if (!wanted) continue;
+    std::vector<std::string> parts;
+    if (wanted.IsSequence()) {
+      for (const auto& part : wanted) parts.push_back(part.as<std::string>());
+    } else {
+      parts.push_back(wanted.as<std::string>());
+    }
+    for (const auto& part : parts) {
+      EXPECT_NE(graded.report.value(field, "").find(part), std::string::npos)
+          << field << " must contain \"" << part << "\"\n"
+          << describe(graded);
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Submissions, Corpus, ::testing::ValuesIn(corpus()),
                          [](const ::testing::TestParamInfo<Entry>& info) { return info.param.name(); });
+
+}  // namespace
+
+namespace {
+
+// An unchanged submission reuses its compiled code; any edit compiles again,
+// and the cache never decides a verdict.
+TEST(CompileCache, ReusesOnlyUnchangedCode) {
+  auto dir = fs::temp_directory_path() / ("grader-cache-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = dir / "sdpa.cpp";
+  auto write = [&](const fs::path& from, const std::string& tag) {
+    std::ifstream in(from);
+    std::stringstream text;
+    text << in.rdbuf() << "\n// " << tag << "\n";  // a tag no earlier run has cached
+    std::ofstream(file) << text.str();
+  };
+  Entry entry{"exercise_sdpa", "cache", file};
+  auto tag = std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
+  auto cached = [](const Graded& graded) { return graded.report["timing"].value("compile_cached", false); };
+
+  write(kRoot / "solutions/exercise_sdpa/sdpa.cpp", tag);
+  auto first = run_grade(entry, {});
+  ASSERT_FALSE(first.report.is_discarded()) << first.raw;
+  EXPECT_EQ(first.report["verdict"], "passed") << describe(first);
+  EXPECT_FALSE(cached(first));
+
+  auto again = run_grade(entry, {});
+  EXPECT_EQ(again.report["verdict"], "passed") << describe(again);
+  EXPECT_TRUE(cached(again));
+
+  write(kRoot / "tests/submissions/exercise_sdpa/wrong/no_scaling.cpp", tag);
+  auto edited = run_grade(entry, {});
+  EXPECT_EQ(edited.report["verdict"], "failed") << describe(edited);
+  EXPECT_FALSE(cached(edited));
+
+  auto forced = run_grade(entry, {"--no-cache"});
+  EXPECT_EQ(forced.report["verdict"], "failed") << describe(forced);
+  EXPECT_FALSE(cached(forced));
+  fs::remove_all(dir);
+}
 
 }  // namespace
