@@ -117,17 +117,30 @@ void prune_cache(const fs::path& dir, size_t keep) {
   for (size_t i = keep; i < entries.size(); ++i) fs::remove_all(entries[i].second, error);
 }
 
-ChildSpec compiler_spec(const Toolchain& toolchain, const Exercise& exercise, std::vector<std::string> argv,
-                        const fs::path& work_dir) {
-  ChildSpec spec;
-  spec.argv = std::move(argv);
-  spec.working_dir = work_dir.string();
-  spec.limits.wall_seconds = exercise.compile_seconds;
-  spec.limits.cpu_seconds = exercise.compile_seconds;
-  spec.limits.output_bytes = 512 * 1024;
-  spec.limits.file_size_bytes = 512ull * 1024 * 1024;
-  return spec;
-}
+// The compiler, linker and nm run with the exercise's compile limits, in the
+// same sandbox as learner code: a source file can make a compiler hang or try
+// to include any file it can see.
+struct Step {
+  const Exercise& exercise;
+  const fs::path& work_dir;
+  const SandboxStatus& sandbox;
+  const Confinement& confinement;
+
+  ChildOutcome run(std::vector<std::string> argv, size_t output_bytes = 0) const {
+    const auto& limits = exercise.limits.compile;
+    ChildSpec spec;
+    spec.argv = std::move(argv);
+    spec.working_dir = work_dir.string();
+    spec.limits.wall_seconds = limits.seconds;
+    spec.limits.cpu_seconds = limits.cpu_seconds;
+    spec.limits.output_bytes = output_bytes ? output_bytes : static_cast<size_t>(limits.output_kb * 1024);
+    spec.limits.file_size_bytes = 512ull * 1024 * 1024;
+    spec.limits.memory_bytes = static_cast<size_t>(limits.memory_mb * 1024 * 1024);
+    spec.limits.processes = limits.processes;
+    sandbox_child(sandbox, confinement, spec);
+    return run_child(spec);
+  }
+};
 
 std::string describe_failure(const ChildOutcome& outcome, const std::string& what) {
   if (outcome.timed_out) return what + " ran past its time limit";
@@ -161,7 +174,9 @@ std::string trim_diagnostics(const std::string& text, const std::string& scratch
 }
 
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise, const fs::path& submission,
-                                 const fs::path& work_dir, const fs::path& project_root, const fs::path& cache_dir) {
+                                 const fs::path& work_dir, const fs::path& project_root, const fs::path& cache_dir,
+                                 const SandboxStatus& sandbox, const Confinement& confinement) {
+  const Step step{exercise, work_dir, sandbox, confinement};
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   CompileResult result;
@@ -210,7 +225,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
 
   auto shown_as = submission.string();
   if (!result.cached) {
-    auto compiled = run_child(compiler_spec(toolchain, exercise, argv, work_dir));
+    auto compiled = step.run(argv);
     if (compiled.exit_code == 127 && compiled.stderr_text.empty()) {
       throw GraderFault("cannot run the compiler " + toolchain.cxx);
     }
@@ -224,8 +239,9 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                             " (rebuild the grader: ./grade does it)");
         }
       }
-      result.diagnostics = compiled.timed_out ? "the compiler ran past its time limit\n"
-                                              : trim_diagnostics(compiled.stderr_text, source.string(), shown_as);
+      result.diagnostics = compiled.timed_out         ? "the compiler ran past its time limit\n"
+                           : compiled.memory_exceeded ? "the compiler ran out of its memory limit\n"
+                                                      : trim_diagnostics(compiled.stderr_text, source.string(), shown_as);
       result.seconds = elapsed();
       return result;
     }
@@ -248,7 +264,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
 
   if (!result.cached) {
     argv = {toolchain.cxx, "-shared", "-o", result.shared_object.string(), object.string(), driver->second.string()};
-    auto linked = run_child(compiler_spec(toolchain, exercise, argv, work_dir));
+    auto linked = step.run(argv);
     if (!linked.exited_cleanly()) {
       result.diagnostics = linked.timed_out ? describe_failure(linked, "linking") + "\n"
                                             : trim_diagnostics(linked.stderr_text, source.string(), shown_as);
@@ -262,9 +278,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
 
   if (toolchain.nm.empty()) throw GraderFault("the toolchain names no nm: rebuild the grader");
   {
-    auto nm = compiler_spec(toolchain, exercise, {toolchain.nm, "-C", object.string()}, work_dir);
-    nm.limits.output_bytes = 64 * 1024 * 1024;  // symbol tables of LibTorch code are long
-    auto symbols = run_child(nm);
+    // Symbol tables of LibTorch code are long.
+    auto symbols = step.run({toolchain.nm, "-C", object.string()}, 64 * 1024 * 1024);
     if (!symbols.exited_cleanly() || symbols.stdout_truncated) {
       throw GraderFault("cannot list the symbols of the compiled submission (nm " + symbols.describe_end() + ")");
     }

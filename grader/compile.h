@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exercise.h"
+#include "sandbox.h"
 #include "toolchain.h"
 
 namespace grader {
@@ -25,7 +26,8 @@ struct CompileResult {
 // cache). Only compiled code is cached, never a verdict.
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise,
                                  const std::filesystem::path& submission, const std::filesystem::path& work_dir,
-                                 const std::filesystem::path& project_root, const std::filesystem::path& cache_dir);
+                                 const std::filesystem::path& project_root, const std::filesystem::path& cache_dir,
+                                 const SandboxStatus& sandbox, const Confinement& confinement);
 
 // Keeps the compiler's lines that help: errors and notes about the learner's
 // file, with the scratch path replaced by the path the learner knows.

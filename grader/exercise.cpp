@@ -126,12 +126,36 @@ Exercise load_exercise(const fs::path& dir) {
   if (!fs::exists(dir / exercise.interface_header))
     read.fail("interface '" + exercise.interface_header + "' does not exist");
 
-  auto limits = root["limits"];
-  if (limits) {
-    exercise.run_seconds = read.number(limits, "run_seconds", exercise.run_seconds);
-    exercise.compile_seconds = read.number(limits, "compile_seconds", exercise.compile_seconds);
+  if (auto limits = root["limits"]) {
+    if (!limits.IsMap()) read.fail("'limits' must map compile/run to their limits");
+    for (const auto& entry : limits) {
+      auto step = entry.first.as<std::string>();
+      if (step != "compile" && step != "run") read.fail("'limits' has '" + step + "': only compile and run");
+      auto& into = step == "compile" ? exercise.limits.compile : exercise.limits.run;
+      const auto& node = entry.second;
+      if (!node.IsMap()) read.fail("'limits." + step + "' must be a mapping");
+      for (const auto& key : node) {
+        auto name = key.first.as<std::string>();
+        if (name != "seconds" && name != "cpu_seconds" && name != "memory_mb" && name != "processes" &&
+            name != "output_kb") {
+          read.fail("'limits." + step + "' has unknown '" + name +
+                    "' (known: seconds, cpu_seconds, memory_mb, processes, output_kb)");
+        }
+      }
+      bool cpu_given = static_cast<bool>(node["cpu_seconds"]);
+      into.seconds = read.number(node, "seconds", into.seconds);
+      into.cpu_seconds = cpu_given ? read.number(node, "cpu_seconds", into.cpu_seconds) : into.seconds;
+      into.memory_mb = read.number(node, "memory_mb", into.memory_mb);
+      into.processes = static_cast<int>(read.number(node, "processes", into.processes));
+      into.output_kb = read.number(node, "output_kb", into.output_kb);
+    }
   }
-  if (exercise.run_seconds <= 0 || exercise.compile_seconds <= 0) read.fail("limits must be positive");
+  for (const auto* step : {&exercise.limits.compile, &exercise.limits.run}) {
+    if (step->seconds <= 0 || step->cpu_seconds <= 0 || step->memory_mb < 64 || step->processes < 4 ||
+        step->output_kb < 1) {
+      read.fail("limits must be positive (memory_mb at least 64, processes at least 4)");
+    }
+  }
 
   auto tolerances = root["tolerances"];
   if (!tolerances || !tolerances.IsMap()) read.fail("'tolerances' must map float32/float64 to {rtol, atol}");

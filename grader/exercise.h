@@ -33,14 +33,27 @@ struct Tolerance {
   double atol = 0;
 };
 
+// Limits for one kind of child process: the compiler, or the run of learner code.
+struct StepLimits {
+  double seconds = 0;      // wall clock, measured by the grader
+  double cpu_seconds = 0;  // CPU time of all its threads and processes
+  double memory_mb = 0;    // memory (cgroup)
+  int processes = 0;       // processes and threads together (cgroup)
+  double output_kb = 0;    // each of stdout and stderr
+};
+
+struct Limits {
+  StepLimits compile{120, 120, 2048, 16, 512};
+  StepLimits run{30, 30, 1024, 32, 1024};
+};
+
 struct Exercise {
   std::string id;
   std::string title;
   std::filesystem::path dir;
   std::vector<std::string> learner_files;
   std::string interface_header;
-  double run_seconds = 60;
-  double compile_seconds = 180;
+  Limits limits;
   std::map<std::string, Tolerance> tolerances;  // by dtype name: float32, float64
   std::vector<std::string> forbidden_operators;
   std::vector<std::string> forbidden_symbols;

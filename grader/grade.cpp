@@ -1,9 +1,15 @@
 #include "grade.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <random>
 #include <set>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "checks/check.h"
 #include "compile.h"
@@ -23,11 +29,15 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // A private scratch folder for one grade, removed afterwards unless kept.
 class Scratch {
  public:
-  Scratch(const fs::path& parent, bool keep) : keep_(keep) {
+  Scratch(const fs::path& parent, bool keep, bool for_nobody) : keep_(keep) {
     fs::create_directories(parent);
     std::string pattern = (parent / "grade-XXXXXX").string();
     if (!mkdtemp(pattern.data())) throw GraderFault("cannot create a scratch folder under " + parent.string());
     path_ = pattern;
+    // The sandboxed compiler and runner run as nobody: the only folder they may write.
+    if (for_nobody && chown(path_.c_str(), 65534, 65534) != 0) {
+      throw GraderFault("cannot hand the scratch folder " + path_.string() + " to user nobody");
+    }
   }
   ~Scratch() {
     std::error_code ignored;
@@ -48,7 +58,10 @@ GradeReport grade(const GradeOptions& options) {
   auto start = Clock::now();
   auto exercise_dir = find_exercise_dir(options.project_root / "exercises", options.exercise);
   auto exercise = load_exercise(exercise_dir);
-  if (options.run_seconds) exercise.run_seconds = *options.run_seconds;
+  auto& run_limits = exercise.limits.run;
+  if (options.run_seconds) run_limits.seconds = run_limits.cpu_seconds = *options.run_seconds;
+  if (options.memory_mb) run_limits.memory_mb = *options.memory_mb;
+  if (options.output_kb) run_limits.output_kb = *options.output_kb;
   auto suite = make_suite(exercise);
 
   fs::path submission = options.submission.value_or(exercise.learner_file());
@@ -62,7 +75,35 @@ GradeReport grade(const GradeOptions& options) {
   report.submission = submission.string();
   report.seed = options.seed.value_or(std::random_device{}() % 1000000000u);
 
-  Scratch scratch(options.build_dir / "scratch", options.keep_scratch);
+  const auto& sandbox = options.sandbox;
+  report.sandbox = sandbox.describe();
+  Scratch scratch(options.build_dir / "scratch", options.keep_scratch, sandbox.drop_to_nobody);
+
+  // What the sandbox shows: nothing of the project, the build folder or the
+  // submissions' folders (other learners' work) but what each step needs.
+  Confinement confinement;
+  confinement.hidden = {"/tmp", "/var/tmp", "/home", "/root", "/run", "/dev/shm", options.project_root.string(),
+                        options.build_dir.string(), submission.parent_path().string()};
+  for (const auto& dir : options.hide) confinement.hidden.push_back(dir.string());
+  confinement.hidden.erase(std::remove_if(confinement.hidden.begin(), confinement.hidden.end(),
+                                          [](const std::string& dir) {
+                                            // never the system's own folders (a submission in / or /usr)
+                                            for (const char* system : {"/", "/usr", "/etc", "/lib", "/lib64", "/bin",
+                                                                       "/sbin", "/opt", "/var", "/proc", "/dev"})
+                                              if (fs::path(dir) == fs::path(system)) return true;
+                                            return fs::path("/usr").string().rfind(dir + "/", 0) == 0;
+                                          }),
+                           confinement.hidden.end());
+  confinement.read_only = toolchain.system_include_dirs;
+  confinement.read_only.insert(confinement.read_only.end(), toolchain.library_dirs.begin(),
+                               toolchain.library_dirs.end());
+  confinement.read_only.insert(confinement.read_only.end(),
+                               {exercise.dir.string(), toolchain.flags_file.string(), toolchain.runner.string()});
+  if (auto driver = toolchain.drivers.find(exercise.id); driver != toolchain.drivers.end())
+    confinement.read_only.push_back(driver->second.string());
+  if (auto pch = toolchain.pchs.find(exercise.id); pch != toolchain.pchs.end())
+    confinement.read_only.push_back(pch->second.string());
+  confinement.writable = scratch.path().string();
   auto finish = [&](Verdict verdict, std::string summary) {
     report.verdict = verdict;
     report.summary = std::move(summary);
@@ -73,7 +114,8 @@ GradeReport grade(const GradeOptions& options) {
 
   // Compile.
   auto compiled = compile_submission(toolchain, exercise, submission, scratch.path(), options.project_root,
-                                     options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path());
+                                     options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
+                                     sandbox, confinement);
   report.compile_seconds = compiled.seconds;
   report.compile_cached = compiled.cached;
   if (!compiled.ok) {
@@ -84,22 +126,51 @@ GradeReport grade(const GradeOptions& options) {
   // Run every case in one child process; only its result channel counts.
   auto requests = suite->plan(report.seed);
   ChildSpec spec;
-  spec.argv = {fs::absolute(toolchain.runner).string(), compiled.shared_object.string()};
+  spec.argv = {fs::absolute(toolchain.runner).string()};
+  if (sandbox.seccomp) spec.argv.push_back("--seccomp");
+  spec.argv.push_back(compiled.shared_object.string());
   spec.working_dir = scratch.path().string();
   spec.request = wire::encode(requests);
   spec.result_channel = true;
-  spec.limits.wall_seconds = exercise.run_seconds;
-  spec.limits.cpu_seconds = exercise.run_seconds;
+  spec.limits.wall_seconds = run_limits.seconds;
+  spec.limits.cpu_seconds = run_limits.cpu_seconds;
+  spec.limits.memory_bytes = static_cast<size_t>(run_limits.memory_mb * 1024 * 1024);
+  spec.limits.processes = run_limits.processes;
+  spec.limits.output_bytes = static_cast<size_t>(run_limits.output_kb * 1024);
+  spec.limits.stop_at_output_limit = true;
+  sandbox_child(sandbox, confinement, spec);
   auto run_start = Clock::now();
   auto outcome = run_child(spec);
   report.run_seconds = seconds_since(run_start);
   report.program_stdout = outcome.stdout_text + (outcome.stdout_truncated ? "\n[output cut off here]" : "");
   report.program_stderr = outcome.stderr_text + (outcome.stderr_truncated ? "\n[output cut off here]" : "");
 
+  // Trusted counters first: the cgroup's, the parent's timer and byte counts.
+  auto number = [](double value) { return fmt::format("{:g}", value); };
+  if (outcome.memory_exceeded) {
+    return finish(Verdict::memory_limit, "Your code used more than the " + number(run_limits.memory_mb) +
+                                             " MB memory limit and was stopped: look for tensors kept alive in a "
+                                             "loop or far larger than the inputs.");
+  }
+  if (outcome.output_exceeded) {
+    return finish(Verdict::output_limit, "Your code printed more than the " + number(run_limits.output_kb) +
+                                             " KB output limit and was stopped: remove prints inside loops.");
+  }
   if (outcome.timed_out) {
-    return finish(Verdict::timeout, "Your code was stopped after " +
-                                        std::to_string(static_cast<int>(exercise.run_seconds)) +
-                                        " s: look for an endless loop or far too much work.");
+    auto what = outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time"
+                                     : number(run_limits.seconds) + " s";
+    return finish(Verdict::timeout,
+                  "Your code was stopped after " + what + ": look for an endless loop, a wait, or far too much work.");
+  }
+  if (sandbox.seccomp && outcome.term_signal == SIGSYS) {
+    return finish(Verdict::forbidden,
+                  "Your code made a system call the sandbox forbids (starting programs or processes, network, "
+                  "debugging other processes, namespaces); the exercise needs none of them.");
+  }
+  if (outcome.process_cap_hit) {
+    return finish(Verdict::runtime_error, "Your code tried to start more than " +
+                                              std::to_string(run_limits.processes) +
+                                              " processes or threads; the exercise needs none.");
   }
   if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
     // The runner never reached the learner's code: the grader's own failure.
@@ -144,6 +215,15 @@ GradeReport grade(const GradeOptions& options) {
   }
   report.checks = suite->judge(input);
 
+  // A built-in that does the exercise is not a wrong answer but a forbidden one.
+  for (const auto& check : report.checks) {
+    if (check.id == "no_builtins" && check.status == CheckStatus::failed) {
+      auto verdict = finish(Verdict::forbidden, "");
+      verdict.summary = "Your code calls a built-in that does the exercise for you: " + check.message;
+      return verdict;
+    }
+  }
+
   size_t failed = 0;
   for (const auto& check : report.checks) failed += check.status != CheckStatus::passed;
   // A skipped check blocks a pass too: what was not assessed was not shown to work.
@@ -156,7 +236,16 @@ GradeReport grade(const GradeOptions& options) {
                  : "Some checks could not be assessed; read their reasons above.";
   // One error everywhere (the untouched starter, say) is the thing to say.
   std::set<std::string> errors;
-  for (const auto& [id, run] : input.cases) errors.insert(run.error());
+  for (const auto& [id, run] : input.cases) {
+    errors.insert(run.error());
+    // An allocation refused (by the kernel or LibTorch's allocator) is running out of memory.
+    if (run.error().find("can't allocate memory") != std::string::npos || run.error() == "std::bad_alloc") {
+      verdict.verdict = Verdict::memory_limit;
+      verdict.summary = "Your code could not allocate the memory it asked for (" + first_line(run.error()) +
+                        "): look for tensors far larger than the inputs.";
+      return verdict;
+    }
+  }
   if (errors.size() == 1 && !errors.begin()->empty()) {
     verdict.summary = "Every case stopped with the same error from your code: " + first_line(*errors.begin());
   }

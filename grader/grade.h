@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "report.h"
+#include "sandbox.h"
 
 namespace grader {
 
@@ -15,7 +16,11 @@ struct GradeOptions {
   std::string exercise;
   std::optional<std::filesystem::path> submission;  // default: the exercise's learner file
   std::optional<uint64_t> seed;                     // default: a fresh one, printed in the report
-  std::optional<double> run_seconds;                // overrides the exercise's run time limit
+  std::optional<double> run_seconds;                // override the exercise's run limits
+  std::optional<double> memory_mb;
+  std::optional<double> output_kb;
+  SandboxStatus sandbox;                            // detect_sandbox() once, shared by parallel grades
+  std::vector<std::filesystem::path> hide;          // more folders the sandbox hides (other submissions')
   bool keep_scratch = false;
   bool use_cache = true;  // reuse the compiled code of an unchanged submission (build_dir/cache)
 };

@@ -1,16 +1,109 @@
-// grade: the command line. Parses arguments, runs one grade (or lists the
-// exercises), prints the report, and turns errors into messages and exit codes.
+// grade: the command line. Parses arguments, runs one grade or a batch (in
+// parallel with --jobs), or lists the exercises, or reports the sandbox;
+// prints the report(s), and turns errors into messages and exit codes.
+#include <fmt/format.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <iostream>
+#include <thread>
 
 #include "errors.h"
 #include "exercise.h"
 #include "grade.h"
 #include "report.h"
+#include "toolchain.h"
+
+namespace {
+namespace fs = std::filesystem;
+
+// Each --submission value: a file, or a folder whose *.cpp files are graded.
+std::vector<fs::path> expand_submissions(const std::vector<std::string>& values) {
+  std::vector<fs::path> files;
+  for (const auto& value : values) {
+    if (fs::is_directory(value)) {
+      std::vector<fs::path> found;
+      for (const auto& entry : fs::directory_iterator(value)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".cpp") found.push_back(fs::absolute(entry.path()));
+      }
+      if (found.empty()) throw grader::UsageError("no .cpp files in the folder " + value);
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(fs::absolute(value));
+    }
+  }
+  return files;
+}
+
+struct BatchItem {
+  fs::path submission;
+  std::optional<grader::GradeReport> report;
+  std::string error;  // a grader or usage error for this submission
+  int exit_code = 0;
+};
+
+// Grades every item with `jobs` workers; each grade is its own set of child
+// processes, sandboxed like a single grade, so one cannot affect another.
+void grade_batch(std::vector<BatchItem>& items, const grader::GradeOptions& base, int jobs) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < items.size(); i = next++) {
+      auto options = base;
+      options.submission = items[i].submission;
+      try {
+        items[i].report = grader::grade(options);
+        items[i].exit_code = grader::exit_code_for(items[i].report->verdict);
+      } catch (const grader::Error& error) {
+        items[i].error = error.what();
+        items[i].exit_code = error.exit_code();
+      } catch (const std::exception& error) {
+        items[i].error = std::string("internal error: ") + error.what();
+        items[i].exit_code = grader::kExitGraderFault;
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int j = 0; j < std::max(1, jobs); ++j) workers.emplace_back(worker);
+  for (auto& thread : workers) thread.join();
+}
+
+std::string batch_table(const std::vector<BatchItem>& items) {
+  size_t width = 10;
+  for (const auto& item : items) width = std::max(width, item.submission.filename().string().size());
+  std::string out = fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", "submission", width, "verdict", "checks", "time",
+                                "missed focus points / reason");
+  size_t passed = 0;
+  for (const auto& item : items) {
+    auto name = item.submission.filename().string();
+    if (!item.report) {
+      out += fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", name, width,
+                         item.exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error", "-", "-",
+                         item.error);
+      continue;
+    }
+    const auto& report = *item.report;
+    passed += report.verdict == grader::Verdict::passed;
+    size_t ok = std::count_if(report.checks.begin(), report.checks.end(),
+                              [](const auto& c) { return c.status == grader::CheckStatus::passed; });
+    std::string missed;
+    for (const auto& focus : report.focus_points) {
+      if (focus.status == grader::FocusStatus::missed) missed += (missed.empty() ? "" : ", ") + focus.point.id;
+    }
+    if (missed.empty() && report.verdict != grader::Verdict::passed) missed = report.summary.substr(0, 100);
+    out += fmt::format("{:<{}}  {:<14} {:>7}  {:>5.1f}s  {}\n", name, width, grader::verdict_name(report.verdict),
+                       report.checks.empty() ? "-" : fmt::format("{}/{}", ok, report.checks.size()),
+                       report.total_seconds, missed);
+  }
+  out += fmt::format("{} of {} passed\n", passed, items.size());
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a child that closes its pipe early must not kill the grader
@@ -19,14 +112,21 @@ int main(int argc, char** argv) {
       "Grades a LibTorch implementation of a transformer building block.\n"
       "  grade EXERCISE                  grade the learner file in exercises/EXERCISE/\n"
       "  grade EXERCISE --submission F   grade any file\n"
-      "  grade list                      list the exercises"};
+      "  grade EXERCISE --submission DIR --jobs N\n"
+      "                                  grade many files in parallel: one table (or JSON array)\n"
+      "  grade list                      list the exercises\n"
+      "  grade sandbox                   say what isolates learner code here (exit 0: complete)"};
   app.name("grade");
   grader::GradeOptions options;
-  std::string submission, format = "text", color = "auto";
+  std::vector<std::string> submissions;
+  std::string format = "text", color = "auto", sandbox_mode = "auto";
+  int jobs = 1;
   uint64_t seed = 0;
   std::string root = ".", build = "build";
-  app.add_option("exercise", options.exercise, "exercise id (see: grade list), or 'list'")->required();
-  app.add_option("--submission", submission, "the learner file to grade (default: the one in exercises/)");
+  app.add_option("exercise", options.exercise, "exercise id (see: grade list), or 'list' or 'sandbox'")->required();
+  app.add_option("--submission", submissions,
+                 "a learner file to grade (default: the one in exercises/); repeat it, or give a folder, for a batch");
+  app.add_option("--jobs", jobs, "grade a batch with this many grades in parallel")->check(CLI::Range(1, 64));
   app.add_option("--format", format, "report format")->check(CLI::IsMember({"text", "json"}));
   auto* seed_option = app.add_option("--seed", seed, "replay the random inputs of an earlier grade");
   app.add_option("--color", color, "colour the text report")->check(CLI::IsMember({"auto", "always", "never"}));
@@ -35,6 +135,15 @@ int main(int argc, char** argv) {
   double time_limit = 0;
   auto* time_option = app.add_option("--time-limit", time_limit, "seconds the checks may run (default: the exercise's)")
                           ->check(CLI::Range(1.0, 3600.0));
+  double memory_limit = 0, output_limit = 0;
+  auto* memory_option = app.add_option("--memory-limit", memory_limit, "MB of memory the checks may use")
+                            ->check(CLI::Range(64.0, 1048576.0));
+  auto* output_option = app.add_option("--output-limit", output_limit, "KB the checks may print, per stream")
+                            ->check(CLI::Range(1.0, 1048576.0));
+  app.add_option("--sandbox", sandbox_mode,
+                 "auto: isolate where the machine allows, else limits only with a notice; strict: refuse to grade "
+                 "without full isolation (for CI); off: limits only")
+      ->check(CLI::IsMember({"auto", "strict", "off"}));
   app.add_flag("--keep-scratch", options.keep_scratch, "keep the scratch folder of this grade for inspection");
   bool no_cache = false;
   app.add_flag("--no-cache", no_cache, "compile even an unchanged submission again");
@@ -57,9 +166,59 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (!submission.empty()) options.submission = submission;
     if (*seed_option) options.seed = seed;
     if (*time_option) options.run_seconds = time_limit;
+    if (*memory_option) options.memory_mb = memory_limit;
+    if (*output_option) options.output_kb = output_limit;
+
+    auto toolchain = grader::load_toolchain(options.build_dir / "toolchain.txt");
+    options.sandbox = grader::detect_sandbox(grader::parse_sandbox_mode(sandbox_mode), toolchain.seccomp);
+    if (options.exercise == "sandbox") {
+      std::cout << options.sandbox.describe() << "\n";
+      return options.sandbox.isolating() ? 0 : 1;
+    }
+    if (!options.sandbox.isolating()) {
+      if (options.sandbox.mode == grader::SandboxMode::strict) {
+        throw grader::GraderFault("--sandbox strict: cannot isolate learner code here: " +
+                                  options.sandbox.describe() + " (README: Sandbox)");
+      }
+      std::cerr << "grade: notice: " << options.sandbox.describe() << "\n";
+    }
+
+    auto files = expand_submissions(submissions);
+    bool batch = files.size() > 1 || std::any_of(submissions.begin(), submissions.end(),
+                                                 [](const std::string& s) { return fs::is_directory(s); });
+    if (batch) {
+      std::vector<BatchItem> items;
+      for (const auto& file : files) {
+        items.push_back({file, std::nullopt, "", 0});
+        options.hide.push_back(file.parent_path());  // no submission may read another
+      }
+      std::sort(options.hide.begin(), options.hide.end());
+      options.hide.erase(std::unique(options.hide.begin(), options.hide.end()), options.hide.end());
+      grade_batch(items, options, jobs);
+      int exit_code = 0;
+      if (format == "json") {
+        std::cout << "[\n";
+        for (size_t i = 0; i < items.size(); ++i) {
+          const auto& item = items[i];
+          if (item.report) {
+            std::cout << grader::render_json(*item.report);
+          } else {
+            std::cout << grader::render_json_error(
+                options.exercise, item.exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error",
+                item.submission.string() + ": " + item.error);
+          }
+          if (i + 1 < items.size()) std::cout << ",\n";
+        }
+        std::cout << "]\n";
+      } else {
+        std::cout << batch_table(items);
+      }
+      for (const auto& item : items) exit_code = std::max(exit_code, item.exit_code);
+      return exit_code;
+    }
+    if (!files.empty()) options.submission = files.front();
     auto report = grader::grade(options);
     if (format == "json") {
       std::cout << grader::render_json(report);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstring>
 
 #include "errors.h"
+#include "sandbox.h"
 
 namespace grader {
 namespace {
@@ -41,13 +43,30 @@ void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
   setrlimit(resource, &limit);
 }
 
+// Writes this process's id to a cgroup's procs file (async-signal-safe).
+bool join_cgroup(const char* procs_file) {
+  char digits[24];
+  int length = 0;
+  for (pid_t pid = getpid(); pid > 0 && length < 23; pid /= 10) digits[length++] = static_cast<char>('0' + pid % 10);
+  char text[24];
+  for (int i = 0; i < length; ++i) text[i] = digits[length - 1 - i];
+  int fd = open(procs_file, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text, static_cast<size_t>(length)) == length;
+  close(fd);
+  return ok;
+}
+
 // Runs in the forked child: only async-signal-safe calls until execve.
 [[noreturn]] void exec_child(const ChildSpec& spec, char* const* argv, char* const* envp, int in_fd, int out_fd,
-                             int err_fd, int request_fd, int result_fd) {
+                             int err_fd, int request_fd, int result_fd, const std::vector<const char*>& cgroup_procs) {
   signal(SIGPIPE, SIG_DFL);  // the grader ignores it; the child should not
   setsid();                  // its own process group, so a timeout kills grandchildren too
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) _exit(127);
+  for (const char* procs : cgroup_procs) {
+    if (!join_cgroup(procs)) _exit(125);
+  }
   const auto& limits = spec.limits;
   // The soft limit sends SIGXCPU (reported as a timeout); the hard one, 2 s later, kills.
   set_limit(RLIMIT_CPU, static_cast<rlim_t>(std::ceil(limits.cpu_seconds)), 2);
@@ -62,6 +81,11 @@ void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
   if (request_fd >= 0) dup2(request_fd, 3);
   if (result_fd >= 0) dup2(result_fd, 4);
   if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) _exit(127);
+  if (spec.drop_to_nobody) {
+    const gid_t nobody = 65534;
+    if (setgroups(0, nullptr) != 0 || setgid(nobody) != 0 || setuid(nobody) != 0) _exit(125);
+  }
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   execve(argv[0], argv, envp);
   _exit(127);
 }
@@ -83,7 +107,9 @@ void drain(int& fd, std::string& into, size_t cap, bool& truncated) {
 
 std::string ChildOutcome::describe_end() const {
   if (!started) return "could not be started";
+  if (cpu_exceeded) return "stopped at the CPU-time limit";
   if (timed_out) return "stopped at the time limit";
+  if (output_exceeded) return "stopped at the output limit";
   if (term_signal != 0) {
     const char* name = strsignal(term_signal);
     return "killed by signal " + std::to_string(term_signal) + (name ? std::string(" (") + name + ")" : "");
@@ -109,10 +135,23 @@ ChildOutcome run_child(const ChildSpec& spec) {
   if (!spec.request.empty()) request = make_pipe();
   if (spec.result_channel) result = make_pipe();
 
+  std::unique_ptr<Cgroup> cgroup;
+  std::vector<const char*> cgroup_procs;
+  if (spec.use_cgroup) {
+    std::string why;
+    cgroup = Cgroup::create({spec.limits.memory_bytes, spec.limits.processes}, &why);
+    if (!cgroup) throw GraderFault("cannot create a cgroup for the child: " + why);
+    for (const auto& file : cgroup->procs_files()) cgroup_procs.push_back(file.c_str());
+    outcome.in_cgroup = true;
+  }
+
   auto start = Clock::now();
   pid_t pid = fork();
   if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
-  if (pid == 0) exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write);
+  if (pid == 0) {
+    exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write,
+               cgroup_procs);
+  }
 
   // Also from this side, so the group exists before any kill below.
   setpgid(pid, pid);
@@ -145,6 +184,15 @@ ChildOutcome run_child(const ChildSpec& spec) {
       outcome.timed_out = !reaped;
       break;
     }
+    // The cgroup's CPU counter covers every thread and process of the child.
+    if (cgroup && !reaped && cgroup->cpu_seconds() > spec.limits.cpu_seconds) {
+      outcome.cpu_exceeded = outcome.timed_out = true;
+      break;
+    }
+    if (spec.limits.stop_at_output_limit && (outcome.stdout_truncated || outcome.stderr_truncated)) {
+      outcome.output_exceeded = true;
+      break;
+    }
     std::vector<pollfd> fds;
     for (int fd : {out.read, err.read, result.read}) {
       if (fd >= 0) fds.push_back({fd, POLLIN, 0});
@@ -172,18 +220,30 @@ ChildOutcome run_child(const ChildSpec& spec) {
     }
   }
 
-  // Whatever happened, nothing of the child's process group outlives the run.
+  // Whatever happened, nothing of the child's process group (nor of its
+  // cgroup, which also holds what left the group) outlives the run.
   kill(-pid, SIGKILL);
   if (!reaped) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
+  }
+  if (cgroup) {
+    cgroup->kill_all();
+    outcome.cpu_seconds = cgroup->cpu_seconds();
+    outcome.memory_exceeded = cgroup->oom_kills() > 0;
+    outcome.process_cap_hit = cgroup->process_cap_hits() > 0;
+    if (!outcome.timed_out && outcome.cpu_seconds > spec.limits.cpu_seconds) outcome.cpu_exceeded = true;
   }
   for (int* fd : {&out.read, &err.read, &request.write, &result.read}) close_fd(*fd);
 
   outcome.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
-  if (outcome.timed_out) outcome.term_signal = 0;
+  if (spec.signal_in_exit_code && outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
+    outcome.term_signal = outcome.exit_code - 128;
+    outcome.exit_code = -1;
+  }
+  if (outcome.timed_out || outcome.output_exceeded) outcome.term_signal = 0;
   // The kernel's CPU limit ends a process with SIGXCPU (or SIGKILL past the hard limit).
   if (outcome.term_signal == SIGXCPU) outcome.timed_out = true;
   return outcome;

@@ -17,6 +17,9 @@ struct ChildLimits {
   size_t result_bytes = 64 * 1024 * 1024;  // the private result channel
   size_t address_space_bytes = 0;          // 0: no limit (a backstop only, see README)
   size_t file_size_bytes = 64 * 1024 * 1024;
+  size_t memory_bytes = 0;            // cgroup memory limit; 0: none
+  int processes = 0;                  // cgroup cap on processes and threads; 0: none
+  bool stop_at_output_limit = false;  // kill the child once a stream passes output_bytes
 };
 
 struct ChildOutcome {
@@ -31,6 +34,13 @@ struct ChildOutcome {
   std::string result;  // bytes from the private channel (fd 4 in the child)
   bool result_truncated = false;
   double wall_seconds = 0;
+  // From the cgroup, when the child ran in one (trusted: the child cannot change them).
+  bool in_cgroup = false;
+  double cpu_seconds = 0;
+  bool cpu_exceeded = false;      // also sets timed_out
+  bool memory_exceeded = false;   // the kernel killed something of it for memory
+  bool process_cap_hit = false;   // a fork or thread creation was refused
+  bool output_exceeded = false;   // stopped at the output limit
 
   bool exited_cleanly() const { return started && !timed_out && term_signal == 0 && exit_code == 0; }
   std::string describe_end() const;  // "exit status 3", "killed by signal 11 (Segmentation fault)", ...
@@ -43,10 +53,13 @@ struct ChildSpec {
   std::string request;          // written to fd 3 in the child; empty: fd 3 is closed
   bool result_channel = false;  // give the child fd 4 to write its results to
   ChildLimits limits;
+  bool use_cgroup = false;       // run it in its own cgroup (memory, processes, CPU time)
+  bool drop_to_nobody = false;   // switch to user and group 65534 before exec (the grader runs as root)
+  bool signal_in_exit_code = false;  // argv[0] reports a child's death by signal N as exit status 128+N (bwrap)
 };
 
 // Never throws for anything the child does; throws GraderFault if the grader
-// cannot create pipes or fork.
+// cannot create pipes, a cgroup it was asked for, or fork.
 ChildOutcome run_child(const ChildSpec& spec);
 
 }  // namespace grader

@@ -43,6 +43,12 @@ std::string verdict_name(Verdict verdict) {
       return "runtime_error";
     case Verdict::timeout:
       return "timeout";
+    case Verdict::memory_limit:
+      return "memory_limit";
+    case Verdict::output_limit:
+      return "output_limit";
+    case Verdict::forbidden:
+      return "forbidden";
     case Verdict::grader_error:
       return "grader_error";
   }
@@ -193,6 +199,7 @@ std::string render_json(const GradeReport& report) {
   json["verdict"] = verdict_name(report.verdict);
   json["summary"] = report.summary;
   json["seed"] = report.seed;
+  json["sandbox"] = report.sandbox;
   json["checks"] = nlohmann::ordered_json::array();
   for (const auto& check : report.checks) {
     nlohmann::ordered_json item;

@@ -11,7 +11,17 @@
 namespace grader {
 
 // A closed set with stable names (see verdict_name).
-enum class Verdict { passed, failed, compile_error, runtime_error, timeout, grader_error };
+enum class Verdict {
+  passed,
+  failed,
+  compile_error,
+  runtime_error,
+  timeout,
+  memory_limit,
+  output_limit,
+  forbidden,
+  grader_error
+};
 
 enum class FocusStatus { met, missed, not_assessed };
 
@@ -35,6 +45,7 @@ struct GradeReport {
   std::string program_stderr;
   double compile_seconds = 0;
   bool compile_cached = false;  // unchanged submission: compiled code reused
+  std::string sandbox;          // what isolated this grade (one line)
   double run_seconds = 0;
   double total_seconds = 0;
 

@@ -26,6 +26,10 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.flags_file = value;
     else if (key == "include")
       toolchain.system_include_dirs.push_back(value);
+    else if (key == "seccomp")
+      toolchain.seccomp = value == "1";
+    else if (key == "library_dir")
+      toolchain.library_dirs.push_back(value);
     else if (key == "runner")
       toolchain.runner = value;
     else if (key == "driver" || key == "pch") {

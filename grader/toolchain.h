@@ -18,6 +18,8 @@ struct Toolchain {
   std::filesystem::path runner;                          // the child-process runner executable
   std::map<std::string, std::filesystem::path> drivers;  // exercise id -> driver object file
   std::map<std::string, std::filesystem::path> pchs;     // exercise id -> precompiled interface header
+  bool seccomp = false;                                  // the runner has its system-call filter
+  std::vector<std::string> library_dirs;                 // LibTorch's libraries (shown to the sandboxed runner)
 };
 
 // Throws GraderFault when the file is missing or incomplete.

@@ -6,10 +6,16 @@
 //   tests/submissions/<exercise>/wrong/*.cpp      must fail; NAME.expect.yaml lists
 //                                                 the focus points that must be missed
 //                                                 and, optionally, the diagnosed mistake
-//   tests/submissions/<exercise>/hostile/*.cpp    NAME.expect.yaml gives the verdict
+//   tests/submissions/<exercise>/hostile/*.cpp    NAME.expect.yaml gives the verdict;
+//                                                 needs_sandbox: only where the sandbox
+//                                                 isolates (skipped, visibly, elsewhere);
+//                                                 must_not_create: files that must not
+//                                                 exist afterwards; no_process_named: a
+//                                                 process name nothing may leave running
 //   solutions/<exercise>/*.cpp                    the model answers must pass
 //   exercises/<exercise>/<learner file>           the starter must fail, clearly
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -125,6 +131,29 @@ std::string describe(const Graded& graded) {
   return text;
 }
 
+// Whether this machine's sandbox isolates fully (`grade sandbox` exits 0).
+bool sandbox_isolates() {
+  static const bool isolates = [] {
+    std::string command = quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) +
+                          " --build-dir " + quote(kBuild.string()) + " sandbox >/dev/null 2>&1";
+    return std::system(command.c_str()) == 0;
+  }();
+  return isolates;
+}
+
+// Processes whose name (comm) is `name`.
+std::vector<int> processes_named(const std::string& name) {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    auto pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream comm(entry.path() / "comm");
+    std::string text;
+    if (std::getline(comm, text) && text == name) pids.push_back(std::stoi(pid));
+  }
+  return pids;
+}
+
 class Corpus : public ::testing::TestWithParam<Entry> {};
 
 TEST_P(Corpus, GradesAsLabelled) {
@@ -135,10 +164,31 @@ TEST_P(Corpus, GradesAsLabelled) {
     ASSERT_TRUE(fs::exists(expect_file)) << "label missing: " << expect_file;
     expect = YAML::LoadFile(expect_file.string());
   }
+  if (expect["needs_sandbox"] && expect["needs_sandbox"].as<bool>() && !sandbox_isolates()) {
+    GTEST_SKIP() << "needs the sandbox, which does not isolate fully on this machine (see: grade sandbox); "
+                    "NOT counted as passed";
+  }
+  std::vector<std::string> must_not_create;
+  if (expect["must_not_create"]) {
+    for (const auto& path : expect["must_not_create"]) {
+      must_not_create.push_back(path.as<std::string>());
+      fs::remove(must_not_create.back());
+    }
+  }
   std::vector<std::string> extra;
   // Hostile submissions may hang: a shorter limit keeps the suite quick.
-  if (entry.kind == "hostile") extra = {"--time-limit", "20"};
+  if (entry.kind == "hostile") extra = {"--time-limit", "5"};
   auto graded = run_grade(entry, extra);
+  for (const auto& path : must_not_create) {
+    EXPECT_FALSE(fs::exists(path)) << "the submission wrote " << path << " outside its scratch folder";
+    fs::remove(path);
+  }
+  if (expect["no_process_named"]) {
+    auto name = expect["no_process_named"].as<std::string>();
+    auto left = processes_named(name);
+    EXPECT_TRUE(left.empty()) << left.size() << " process(es) named " << name << " outlived the grade";
+    for (int pid : left) ::kill(pid, SIGKILL);
+  }
   ASSERT_FALSE(graded.report.is_discarded()) << "the grader did not print a JSON report:\n" << describe(graded);
   const auto verdict = graded.report.value("verdict", "");
   ASSERT_FALSE(graded.report["checks"].is_null());

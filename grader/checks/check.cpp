@@ -148,18 +148,18 @@ std::optional<std::string> diagnose(const Exercise& exercise, const std::map<std
 CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input) {
   const auto& exercise = results.exercise();
   std::set<std::string> found;
-  bool tampered = false, any_completed = false;
+  bool tampered = false, any_completed = false, unrecorded = false;
   for (const auto& [id, run] : input.cases) {
     any_completed |= !run.threw();
-    // Attention always multiplies matrices: output with no product recorded
-    // means the recording was evaded (the driver itself runs none of these).
-    if (!run.threw() && run.response.tensors.count("output")) {
-      bool multiplied = false;
-      for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
-        multiplied |= is_matrix_product(op);
-      }
-      if (!multiplied) tampered = true;
+    // An answer with no operation recorded at all: either no work was done
+    // (returning an input, say: the numerics checks fail it) or the recording
+    // was evaded. Which, the grader cannot tell, so it does not assess this
+    // (and a check not assessed blocks a pass).
+    if (!run.threw() && run.response.tensors.count("output") &&
+        parse_op_counts(run.response.string_or("ops", "")).empty()) {
+      unrecorded = true;
     }
+    // The runner's own probe found the recording switched off after the call.
     if (run.response.integer_or("recording_intact", 0) == 0) tampered = true;
     for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
       for (const auto& pattern : exercise.forbidden_operators) {
@@ -181,6 +181,11 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
         evidence);
   }
   if (!any_completed) return results.skip("no_builtins", "not assessed: none of your code ran to completion");
+  if (unrecorded) {
+    return results.skip("no_builtins",
+                        "not assessed: no LibTorch operation of your code was recorded, so the grader cannot tell "
+                        "which operators computed your answer");
+  }
   return results.pass("no_builtins", "only basic operations ran");
 }
 

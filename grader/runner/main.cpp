@@ -17,6 +17,7 @@
 
 #include "op_recorder.h"
 #include "runner/driver_api.h"
+#include "runner/seccomp.h"
 #include "wire.h"
 
 namespace {
@@ -53,10 +54,12 @@ void send(int fd, const std::vector<Record>& records) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: grader-runner SUBMISSION.so (request on fd 3, results on fd 4)\n");
+  bool filter = argc == 3 && std::string(argv[1]) == "--seccomp";
+  if (argc != 2 && !filter) {
+    std::fprintf(stderr, "usage: grader-runner [--seccomp] SUBMISSION.so (request on fd 3, results on fd 4)\n");
     return 64;
   }
+  const char* submission_file = argv[argc - 1];
   // Private channel: move it off the well-known fd 4, to a descriptor learner
   // code cannot guess, before any learner code runs.
   std::random_device entropy;
@@ -71,16 +74,24 @@ int main(int argc, char** argv) {
     return 71;
   }
   close(3);
+
+  // One thread: reproducible results and a predictable process count.
+  at::set_num_threads(1);
+  at::set_num_interop_threads(1);
+  grader::OpRecorder recorder;
+  if (filter) {
+    auto problem = grader::install_seccomp_filter();
+    if (!problem.empty()) {
+      std::fprintf(stderr, "grader-runner: cannot install the system-call filter: %s\n", problem.c_str());
+      return 72;
+    }
+  }
   // Tells the parent that the runner itself started: whatever happens after
   // this is the learner code's doing.
   if (!write_all(result_fd, grader::wire::kRunnerReady)) return 71;
 
-  // One thread: reproducible results and a predictable process count.
-  at::set_num_threads(1);
-  grader::OpRecorder recorder;
-
   // Static initialisers of learner code run here, inside the child.
-  void* submission = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  void* submission = dlopen(submission_file, RTLD_NOW | RTLD_LOCAL);
   if (!submission) {
     Record failure;
     failure.strings["load_error"] = dlerror();

@@ -1,0 +1,53 @@
+#include "runner/seccomp.h"
+
+#ifdef GRADER_HAVE_SECCOMP
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
+#endif
+
+namespace grader {
+
+#ifdef GRADER_HAVE_SECCOMP
+bool seccomp_available() { return true; }
+
+std::string install_seccomp_filter() {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return "cannot set no_new_privs";
+  scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+  if (!filter) return "seccomp_init failed";
+  const uint32_t kill = SCMP_ACT_KILL_PROCESS;
+  int failures = 0;
+  auto deny = [&](const char* name) {
+    int call = seccomp_syscall_resolve_name(name);
+    if (call == __NR_SCMP_ERROR) return;  // not on this architecture
+    failures += seccomp_rule_add(filter, kill, call, 0) != 0;
+  };
+  for (const char* name :
+       {"fork", "vfork", "execve", "execveat", "socket", "socketpair", "connect", "bind", "listen", "accept",
+        "accept4", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "unshare", "setns", "mount",
+        "umount2", "pivot_root", "chroot", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
+        "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+        "swapoff", "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "open_by_handle_at",
+        "name_to_handle_at", "personality"}) {
+    deny(name);
+  }
+  // Threads (CLONE_THREAD) are LibTorch's and allowed; a clone without it is a
+  // new process. clone3 passes its flags in memory the filter cannot read, so
+  // it answers "not implemented" and the C library falls back to clone.
+  failures += seccomp_rule_add(filter, kill, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)) != 0;
+  failures += seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) != 0;
+  if (failures) {
+    seccomp_release(filter);
+    return "cannot add the filter's rules";
+  }
+  int loaded = seccomp_load(filter);
+  seccomp_release(filter);
+  return loaded == 0 ? "" : "seccomp_load failed";
+}
+#else
+bool seccomp_available() { return false; }
+std::string install_seccomp_filter() { return "the runner was built without libseccomp"; }
+#endif
+
+}  // namespace grader
