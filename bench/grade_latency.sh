@@ -5,6 +5,9 @@
 #   edited   re-grade after the learner edited their file (the practice loop)
 #   unchanged re-grade of the same file again (its compiled code is cached)
 #   memory   peak resident memory of one grade after an edit, compiler included
+#   batch    the exercise's accepted and wrong corpus graded as one batch
+#            (--no-cache: every file compiled), --jobs 1 and --jobs 2,
+#            in submissions per minute
 #   baseline the naive way to try the same file: one translation unit that
 #            includes <torch/torch.h> with the learner file and a main, linked
 #            and run once
@@ -31,6 +34,8 @@ timed() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || true; t1=$(now); awk -
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "exercise: $exercise, submission: ${file#$root/}, runs: $runs (cold: $cold_runs)"
+echo "$("$root/grade" sandbox 2>/dev/null || true)"
+batch_t=()
 
 # Cold: a fresh build folder each time.
 cold=()
@@ -62,6 +67,18 @@ subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNUL
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 PY
 )
+
+# Batch throughput.
+batch_dir="$work/batch"
+mkdir -p "$batch_dir"
+for f in "$root/tests/submissions/$exercise"/{accepted,wrong}/*.cpp; do cp "$f" "$batch_dir/"; done
+batch_n=$(ls "$batch_dir"/*.cpp | wc -l)
+batch=()
+for j in 1 2; do
+  t=$(timed "$root/grade" "$exercise" --submission "$batch_dir" --jobs "$j" --no-cache)
+  batch+=("$(awk -v n="$batch_n" -v t="$t" 'BEGIN {printf "%.0f", n * 60 / t}')")
+  batch_t+=("$t")
+done
 
 # Baseline: the same file compiled the naive way, with a main that builds and runs it once.
 header=$(ls "$root/exercises/$exercise/"*.h | head -1)
@@ -95,5 +112,7 @@ printf 're-grade after an edit:                       median %6.1f s  [%s]\n' "$
 printf 're-grade of an unchanged file:                median %6.1f s  [%s]\n' "$unchanged_m" "${unchanged[*]}"
 printf 'peak resident memory of one grade:            %6.2f GB (largest single process, compiler included)\n' \
   "$(awk -v k="$peak_kb" 'BEGIN {print k / 1048576}')"
+printf 'batch of %d files, --jobs 1:                  %6s per minute (%s s)\n' "$batch_n" "${batch[0]}" "${batch_t[0]}"
+printf 'batch of %d files, --jobs 2:                  %6s per minute (%s s)\n' "$batch_n" "${batch[1]}" "${batch_t[1]}"
 printf 'baseline, naive compile + link + run:         median %6.1f s  [%s]\n' "$base_m" "${baseline[*]}"
 awk -v a="$base_m" -v b="$edited_m" 'BEGIN {printf "ratio naive / re-grade after an edit:         %.2f\n", a / b}'

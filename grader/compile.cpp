@@ -81,9 +81,12 @@ std::string cache_key(const Toolchain& toolchain, const Exercise& exercise, cons
   return hash.hex();
 }
 
+// Copies plain files only: a scratch folder is writable from the sandbox, and
+// the grader never follows a link planted there.
 bool cached_copy(const fs::path& from_dir, const fs::path& to_dir, const std::vector<std::string>& names) {
   std::error_code error;
   for (const auto& name : names) {
+    if (fs::symlink_status(from_dir / name, error).type() != fs::file_type::regular) return false;
     fs::copy_file(from_dir / name, to_dir / name, fs::copy_options::overwrite_existing, error);
     if (error) return false;
   }
@@ -239,9 +242,10 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                             " (rebuild the grader: ./grade does it)");
         }
       }
-      result.diagnostics = compiled.timed_out         ? "the compiler ran past its time limit\n"
-                           : compiled.memory_exceeded ? "the compiler ran out of its memory limit\n"
-                                                      : trim_diagnostics(compiled.stderr_text, source.string(), shown_as);
+      result.diagnostics = compiled.timed_out ? "the compiler ran past its time limit\n"
+                           : compiled.memory_exceeded
+                               ? "the compiler ran out of its memory limit\n"
+                               : trim_diagnostics(compiled.stderr_text, source.string(), shown_as);
       result.seconds = elapsed();
       return result;
     }

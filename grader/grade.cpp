@@ -1,15 +1,14 @@
 #include "grade.h"
 
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <random>
 #include <set>
-
-#include <signal.h>
-#include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "checks/check.h"
 #include "compile.h"
@@ -82,8 +81,15 @@ GradeReport grade(const GradeOptions& options) {
   // What the sandbox shows: nothing of the project, the build folder or the
   // submissions' folders (other learners' work) but what each step needs.
   Confinement confinement;
-  confinement.hidden = {"/tmp", "/var/tmp", "/home", "/root", "/run", "/dev/shm", options.project_root.string(),
-                        options.build_dir.string(), submission.parent_path().string()};
+  confinement.hidden = {"/tmp",
+                        "/var/tmp",
+                        "/home",
+                        "/root",
+                        "/run",
+                        "/dev/shm",
+                        options.project_root.string(),
+                        options.build_dir.string(),
+                        submission.parent_path().string()};
   for (const auto& dir : options.hide) confinement.hidden.push_back(dir.string());
   confinement.hidden.erase(std::remove_if(confinement.hidden.begin(), confinement.hidden.end(),
                                           [](const std::string& dir) {
@@ -157,8 +163,8 @@ GradeReport grade(const GradeOptions& options) {
                                              " KB output limit and was stopped: remove prints inside loops.");
   }
   if (outcome.timed_out) {
-    auto what = outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time"
-                                     : number(run_limits.seconds) + " s";
+    auto what =
+        outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time" : number(run_limits.seconds) + " s";
     return finish(Verdict::timeout,
                   "Your code was stopped after " + what + ": look for an endless loop, a wait, or far too much work.");
   }
@@ -168,8 +174,7 @@ GradeReport grade(const GradeOptions& options) {
                   "debugging other processes, namespaces); the exercise needs none of them.");
   }
   if (outcome.process_cap_hit) {
-    return finish(Verdict::runtime_error, "Your code tried to start more than " +
-                                              std::to_string(run_limits.processes) +
+    return finish(Verdict::runtime_error, "Your code tried to start more than " + std::to_string(run_limits.processes) +
                                               " processes or threads; the exercise needs none.");
   }
   if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
@@ -186,7 +191,8 @@ GradeReport grade(const GradeOptions& options) {
                                                 "); see its output above.");
     }
     return finish(Verdict::runtime_error, "The program ended without delivering valid results (" +
-                                              std::string(error.what()) + "): did your code exit early or write to the grader's channel?");
+                                              std::string(error.what()) +
+                                              "): did your code exit early or write to the grader's channel?");
   }
   if (responses.size() == 1 && responses.front().strings.count("load_error")) {
     report.compiler_output = first_line(responses.front().strings.at("load_error")) + "\n";

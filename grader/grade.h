@@ -19,8 +19,8 @@ struct GradeOptions {
   std::optional<double> run_seconds;                // override the exercise's run limits
   std::optional<double> memory_mb;
   std::optional<double> output_kb;
-  SandboxStatus sandbox;                            // detect_sandbox() once, shared by parallel grades
-  std::vector<std::filesystem::path> hide;          // more folders the sandbox hides (other submissions')
+  SandboxStatus sandbox;                    // detect_sandbox() once, shared by parallel grades
+  std::vector<std::filesystem::path> hide;  // more folders the sandbox hides (other submissions')
   bool keep_scratch = false;
   bool use_cache = true;  // reuse the compiled code of an unchanged submission (build_dir/cache)
 };

@@ -179,8 +179,8 @@ int main(int argc, char** argv) {
     }
     if (!options.sandbox.isolating()) {
       if (options.sandbox.mode == grader::SandboxMode::strict) {
-        throw grader::GraderFault("--sandbox strict: cannot isolate learner code here: " +
-                                  options.sandbox.describe() + " (README: Sandbox)");
+        throw grader::GraderFault("--sandbox strict: cannot isolate learner code here: " + options.sandbox.describe() +
+                                  " (README: Sandbox)");
       }
       std::cerr << "grade: notice: " << options.sandbox.describe() << "\n";
     }

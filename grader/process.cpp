@@ -1,11 +1,11 @@
 #include "process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,8 +149,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
   pid_t pid = fork();
   if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) {
-    exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write,
-               cgroup_procs);
+    exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, cgroup_procs);
   }
 
   // Also from this side, so the group exists before any kill below.

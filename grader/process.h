@@ -37,10 +37,10 @@ struct ChildOutcome {
   // From the cgroup, when the child ran in one (trusted: the child cannot change them).
   bool in_cgroup = false;
   double cpu_seconds = 0;
-  bool cpu_exceeded = false;      // also sets timed_out
-  bool memory_exceeded = false;   // the kernel killed something of it for memory
-  bool process_cap_hit = false;   // a fork or thread creation was refused
-  bool output_exceeded = false;   // stopped at the output limit
+  bool cpu_exceeded = false;     // also sets timed_out
+  bool memory_exceeded = false;  // the kernel killed something of it for memory
+  bool process_cap_hit = false;  // a fork or thread creation was refused
+  bool output_exceeded = false;  // stopped at the output limit
 
   bool exited_cleanly() const { return started && !timed_out && term_signal == 0 && exit_code == 0; }
   std::string describe_end() const;  // "exit status 3", "killed by signal 11 (Segmentation fault)", ...
@@ -53,8 +53,8 @@ struct ChildSpec {
   std::string request;          // written to fd 3 in the child; empty: fd 3 is closed
   bool result_channel = false;  // give the child fd 4 to write its results to
   ChildLimits limits;
-  bool use_cgroup = false;       // run it in its own cgroup (memory, processes, CPU time)
-  bool drop_to_nobody = false;   // switch to user and group 65534 before exec (the grader runs as root)
+  bool use_cgroup = false;           // run it in its own cgroup (memory, processes, CPU time)
+  bool drop_to_nobody = false;       // switch to user and group 65534 before exec (the grader runs as root)
   bool signal_in_exit_code = false;  // argv[0] reports a child's death by signal N as exit status 128+N (bwrap)
 };
 

@@ -57,6 +57,24 @@ std::string own_cgroup(const std::string& controller) {
   return "";
 }
 
+// New namespaces of every kind (network, processes, users, ...), no
+// capabilities, a new session, death with the grader, the file system read-only.
+std::vector<std::string> bwrap_base(const std::string& bwrap) {
+  return {bwrap,
+          "--unshare-all",
+          "--die-with-parent",
+          "--new-session",
+          "--cap-drop",
+          "ALL",
+          "--ro-bind",
+          "/",
+          "/",
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc"};
+}
+
 std::string unique_name() {
   static std::atomic<int> counter{0};
   return "grader-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
@@ -97,9 +115,8 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string* why) {
     group->dirs_.push_back(dir.string());
     group->memory_dir_ = group->pids_dir_ = group->cpu_dir_ = dir.string();
     group->procs_files_.push_back((dir / "cgroup.procs").string());
-    if (limits.memory_bytes &&
-        (!write_text((dir / "memory.max").string(), std::to_string(limits.memory_bytes)) ||
-         !write_text((dir / "memory.swap.max").string(), "0"))) {
+    if (limits.memory_bytes && (!write_text((dir / "memory.max").string(), std::to_string(limits.memory_bytes)) ||
+                                !write_text((dir / "memory.swap.max").string(), "0"))) {
       if (!fs::exists(dir / "memory.max")) return fail("cgroup v2: no memory.max in " + dir.string());
     }
     if (limits.processes && !write_text((dir / "pids.max").string(), std::to_string(limits.processes))) {
@@ -212,17 +229,18 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built) {
     status.problems.push_back("bwrap not found (install bubblewrap)");
     return status;
   }
+  // Exactly the namespaces and mounts every sandboxed child gets.
   ChildSpec probe;
-  probe.argv = {status.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true"};
+  probe.argv = bwrap_base(status.bwrap);
+  probe.argv.insert(probe.argv.end(), {"--", "/bin/true"});
   probe.drop_to_nobody = status.drop_to_nobody;
   probe.limits.wall_seconds = 10;
   auto outcome = run_child(probe);
   status.namespaces = outcome.exited_cleanly();
   if (!status.namespaces) {
     auto reason = outcome.stderr_text.substr(0, outcome.stderr_text.find('\n'));
-    status.problems.push_back("bwrap cannot create namespaces here (" + (reason.empty() ? outcome.describe_end() : reason) +
-                              "; see README: Sandbox)");
+    status.problems.push_back("bwrap cannot create namespaces here (" +
+                              (reason.empty() ? outcome.describe_end() : reason) + "; see README: Sandbox)");
   }
   return status;
 }
@@ -230,8 +248,7 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built) {
 std::vector<std::string> confine(const SandboxStatus& sandbox, const Confinement& confinement,
                                  const std::vector<std::string>& argv) {
   if (!sandbox.namespaces) return argv;
-  std::vector<std::string> out = {sandbox.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop",
-                                  "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"};
+  auto out = bwrap_base(sandbox.bwrap);
   for (const auto& dir : confinement.hidden) {
     if (fs::is_directory(dir)) out.insert(out.end(), {"--tmpfs", dir});
   }

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -211,8 +212,9 @@ TEST_P(Corpus, GradesAsLabelled) {
 
   const auto want_verdict = expect["verdict"].as<std::string>();
   EXPECT_EQ(verdict, want_verdict) << describe(graded);
-  EXPECT_EQ(graded.exit_code, 1) << "a submission that does not pass exits 1, never a grader error\n"
-                                 << describe(graded);
+  EXPECT_EQ(graded.exit_code, want_verdict == "passed" ? 0 : 1)
+      << "a submission that does not pass exits 1, never a grader error\n"
+      << describe(graded);
   auto missed = focus_points_with(graded.report, "missed");
   if (expect["missed"]) {
     for (const auto& point : expect["missed"]) {
@@ -287,6 +289,44 @@ TEST(CompileCache, ReusesOnlyUnchangedCode) {
   auto forced = run_grade(entry, {"--no-cache"});
   EXPECT_EQ(forced.report["verdict"], "failed") << describe(forced);
   EXPECT_FALSE(cached(forced));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+// A batch graded in parallel: each submission keeps the verdict it gets alone,
+// hostile neighbours included; one JSON array, the worst exit status.
+TEST(Batch, ParallelGradesKeepTheirVerdicts) {
+  auto dir = fs::temp_directory_path() / ("grader-batch-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path corpus = kRoot / "tests/submissions/exercise_sdpa";
+  std::map<std::string, std::string> want = {{"model.cpp", "passed"},
+                                             {"no_scaling.cpp", "failed"},
+                                             {"infinite_loop.cpp", "timeout"},
+                                             {"huge_output.cpp", "output_limit"},
+                                             {"segfault.cpp", "runtime_error"}};
+  fs::copy_file(kRoot / "solutions/exercise_sdpa/sdpa.cpp", dir / "model.cpp");
+  fs::copy_file(corpus / "wrong/no_scaling.cpp", dir / "no_scaling.cpp");
+  for (const char* name : {"infinite_loop.cpp", "huge_output.cpp", "segfault.cpp"}) {
+    fs::copy_file(corpus / "hostile" / name, dir / name);
+  }
+  if (sandbox_isolates()) {
+    for (const char* name : {"memory_bomb.cpp", "fork_bomb.cpp"}) fs::copy_file(corpus / "hostile" / name, dir / name);
+    want["memory_bomb.cpp"] = "memory_limit";
+    want["fork_bomb.cpp"] = "forbidden";
+  }
+
+  Entry folder{"exercise_sdpa", "batch", dir};
+  auto graded = run_grade(folder, {"--jobs", "2", "--time-limit", "5"});
+  ASSERT_TRUE(graded.report.is_array()) << graded.raw.substr(0, 4000);
+  EXPECT_EQ(graded.exit_code, 1);
+  std::map<std::string, std::string> got;
+  for (const auto& report : graded.report) {
+    got[fs::path(report.value("submission", "")).filename().string()] = report.value("verdict", "");
+  }
+  EXPECT_EQ(got, want);
   fs::remove_all(dir);
 }
 

@@ -109,3 +109,66 @@ TEST_F(BrokenExercise, MessageNamesTheFile) {
 
 }  // namespace
 }  // namespace grader
+
+namespace grader {
+namespace {
+
+class ExerciseLimits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("grader-limits-" + std::to_string(::getpid())) / "exercise_x";
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "x.cpp") << "";
+    std::ofstream(dir_ / "x.h") << "";
+  }
+  void TearDown() override { fs::remove_all(dir_.parent_path()); }
+
+  Exercise load(const std::string& limits) {
+    std::ofstream(dir_ / "exercise.yaml")
+        << "id: exercise_x\ntitle: X\nlearner_files: [x.cpp]\ninterface: x.h\n"
+        << limits
+        << "tolerances: {float32: {rtol: 1e-4, atol: 1e-5}, float64: {rtol: 1e-7, atol: 1e-9}}\n"
+           "focus_points:\n  - {id: a, title: A, explanation: why}\n"
+           "checks:\n  - {id: c, focus_point: a, title: C}\n";
+    return load_exercise(dir_);
+  }
+  std::string error(const std::string& limits) {
+    try {
+      load(limits);
+    } catch (const ConfigError& error) {
+      return error.what();
+    }
+    return "";
+  }
+  fs::path dir_;
+};
+
+TEST_F(ExerciseLimits, DefaultsWhenAbsent) {
+  auto exercise = load("");
+  EXPECT_GT(exercise.limits.run.seconds, 0);
+  EXPECT_GT(exercise.limits.run.memory_mb, 0);
+  EXPECT_GT(exercise.limits.compile.processes, 0);
+}
+
+TEST_F(ExerciseLimits, ReadsEachStepAndCpuFollowsWallUnlessGiven) {
+  auto exercise = load(
+      "limits:\n  run: {seconds: 7, memory_mb: 300, processes: 9, output_kb: 5}\n"
+      "  compile: {seconds: 50, cpu_seconds: 40}\n");
+  EXPECT_EQ(exercise.limits.run.seconds, 7);
+  EXPECT_EQ(exercise.limits.run.cpu_seconds, 7);
+  EXPECT_EQ(exercise.limits.run.memory_mb, 300);
+  EXPECT_EQ(exercise.limits.run.processes, 9);
+  EXPECT_EQ(exercise.limits.run.output_kb, 5);
+  EXPECT_EQ(exercise.limits.compile.seconds, 50);
+  EXPECT_EQ(exercise.limits.compile.cpu_seconds, 40);
+}
+
+TEST_F(ExerciseLimits, UnknownKeysAndBadValuesAreRefused) {
+  EXPECT_NE(error("limits:\n  run: {secs: 7}\n").find("unknown 'secs'"), std::string::npos);
+  EXPECT_NE(error("limits:\n  link: {seconds: 7}\n").find("only compile and run"), std::string::npos);
+  EXPECT_NE(error("limits:\n  run: {seconds: -1}\n").find("must be positive"), std::string::npos);
+  EXPECT_NE(error("limits:\n  run: {memory_mb: 10}\n").find("memory_mb at least 64"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace grader

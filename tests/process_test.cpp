@@ -2,8 +2,11 @@
 #include "process.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <csignal>
+
+#include "sandbox.h"
 
 namespace grader {
 namespace {
@@ -66,6 +69,72 @@ TEST(Process, ResultChannelIsCapped) {
   auto outcome = run_child(spec);
   EXPECT_TRUE(outcome.result_truncated);
   EXPECT_EQ(outcome.result.size(), 4096u);
+}
+
+}  // namespace
+}  // namespace grader
+
+namespace grader {
+namespace {
+
+TEST(Process, OutputLimitStopsTheChild) {
+  auto spec = shell("while true; do echo 0123456789; done", /*wall_seconds=*/20);
+  spec.limits.output_bytes = 4096;
+  spec.limits.stop_at_output_limit = true;
+  auto outcome = run_child(spec);
+  EXPECT_TRUE(outcome.output_exceeded);
+  EXPECT_FALSE(outcome.timed_out);
+  EXPECT_LT(outcome.wall_seconds, 5);
+  EXPECT_EQ(outcome.stdout_text.size(), 4096u);
+}
+
+TEST(Process, DropsToNobodyWhenRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (switching users); NOT counted as passed";
+  auto spec = shell("id -u");
+  spec.drop_to_nobody = true;
+  auto outcome = run_child(spec);
+  EXPECT_EQ(outcome.stdout_text, "65534\n");
+}
+
+// The cgroup's counters, not the child's word, decide memory and CPU verdicts.
+class CgroupLimits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!Cgroup::create({64ull << 20, 8}, &why)) GTEST_SKIP() << "no usable cgroups here (" << why << "); NOT passed";
+  }
+};
+
+TEST_F(CgroupLimits, MemoryBombIsKilledAndCounted) {
+  auto spec = shell("tail /dev/zero", /*wall_seconds=*/30);  // buffers one endless line
+  spec.use_cgroup = true;
+  spec.limits.memory_bytes = 128ull << 20;
+  spec.limits.processes = 16;
+  auto outcome = run_child(spec);
+  EXPECT_TRUE(outcome.in_cgroup);
+  EXPECT_TRUE(outcome.memory_exceeded) << outcome.describe_end() << "\n" << outcome.stderr_text;
+  EXPECT_FALSE(outcome.timed_out);
+}
+
+TEST_F(CgroupLimits, CpuTimeOfAllProcessesIsLimited) {
+  // Two busy processes: each stays under any per-process limit, together they pass 1 s.
+  auto spec = shell("(while :; do :; done) & while :; do :; done", /*wall_seconds=*/30);
+  spec.use_cgroup = true;
+  spec.limits.cpu_seconds = 1;
+  spec.limits.processes = 16;
+  auto outcome = run_child(spec);
+  EXPECT_TRUE(outcome.cpu_exceeded);
+  EXPECT_TRUE(outcome.timed_out);
+  EXPECT_GE(outcome.cpu_seconds, 1.0);
+  EXPECT_LT(outcome.wall_seconds, 10);
+}
+
+TEST_F(CgroupLimits, ProcessCapIsCountedAndNothingSurvives) {
+  auto spec = shell("for i in $(seq 40); do sleep 30 & done; wait", /*wall_seconds=*/3);
+  spec.use_cgroup = true;
+  spec.limits.processes = 8;
+  auto outcome = run_child(spec);
+  EXPECT_TRUE(outcome.process_cap_hit);
 }
 
 }  // namespace
