@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -97,7 +98,9 @@ bool cached_copy(const fs::path& from_dir, const fs::path& to_dir, const std::ve
 // the rename makes the last one win with a complete entry.
 void store_in_cache(const fs::path& entry, const fs::path& work_dir, const std::vector<std::string>& names) {
   std::error_code error;
-  auto staging = entry.parent_path() / (entry.filename().string() + ".tmp-" + std::to_string(getpid()));
+  static std::atomic<unsigned> counter{0};  // unique per grade, also between --jobs threads
+  auto staging = entry.parent_path() /
+                 (entry.filename().string() + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   fs::create_directories(staging, error);
   if (error || !cached_copy(work_dir, staging, names)) {
     fs::remove_all(staging, error);
@@ -113,6 +116,7 @@ void prune_cache(const fs::path& dir, size_t keep) {
   std::error_code error;
   std::vector<std::pair<fs::file_time_type, fs::path>> entries;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
+    if (entry.path().filename().string().find(".tmp-") != std::string::npos) continue;  // being written
     entries.emplace_back(fs::last_write_time(entry.path(), error), entry.path());
   }
   if (entries.size() <= keep) return;
@@ -200,6 +204,9 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   fs::create_directories(work_dir);
   const auto source = work_dir / exercise.learner_files.front();
   fs::copy_file(submission, source, fs::copy_options::overwrite_existing);
+  // Readable by the sandboxed compiler (user nobody), whatever the original's mode.
+  fs::permissions(source,
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
   const auto object = work_dir / "submission.o";
   const auto depfile = work_dir / "submission.d";
   result.shared_object = work_dir / "submission.so";
@@ -229,16 +236,24 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   auto shown_as = submission.string();
   if (!result.cached) {
     auto compiled = step.run(argv);
-    if (compiled.exit_code == 127 && compiled.stderr_text.empty()) {
-      throw GraderFault("cannot run the compiler " + toolchain.cxx);
+    if ((compiled.exit_code == 127 || compiled.exit_code == 125) && compiled.stderr_text.empty()) {
+      // 127: exec failed; 125: the child could not join its cgroup or drop privileges.
+      throw GraderFault("cannot start the compiler " + toolchain.cxx + " (exit status " +
+                        std::to_string(compiled.exit_code) + ")");
     }
     if (!compiled.exited_cleanly()) {
-      // The compiler refusing our precompiled header is not the learner's doing
-      // (its messages about it carry no file location, unlike #error lines).
-      std::istringstream lines(compiled.stderr_text);
-      for (std::string line; std::getline(lines, line);) {
-        if (!pch.empty() && line.rfind("fatal error:", 0) == 0 && line.find(pch.string()) != std::string::npos) {
-          throw GraderFault("the compiler refused the precompiled interface: " + line +
+      // The compiler refusing our precompiled header is not the learner's
+      // doing. Its message can be imitated (#line, #error), so a suspicion is
+      // settled by compiling an empty file against the same header.
+      if (!pch.empty() && compiled.stderr_text.find(pch.string()) != std::string::npos) {
+        std::vector<std::string> probe = {toolchain.cxx,   "@" + toolchain.flags_file.string(),
+                                          "-include-pch",  pch.string(),
+                                          "-fsyntax-only", "-x",
+                                          "c++",           "/dev/null"};
+        auto checked = step.run(probe);
+        if (!checked.exited_cleanly()) {
+          throw GraderFault("the compiler refused the precompiled interface " + pch.string() + ": " +
+                            checked.stderr_text.substr(0, checked.stderr_text.find('\n')) +
                             " (rebuild the grader: ./grade does it)");
         }
       }
@@ -282,9 +297,16 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
 
   if (toolchain.nm.empty()) throw GraderFault("the toolchain names no nm: rebuild the grader");
   {
-    // Symbol tables of LibTorch code are long.
-    auto symbols = step.run({toolchain.nm, "-C", object.string()}, 64 * 1024 * 1024);
-    if (!symbols.exited_cleanly() || symbols.stdout_truncated) {
+    // Mangled names (no -C: demangling can be made to explode) hold the
+    // identifiers verbatim. Symbol tables of LibTorch code are long.
+    auto symbols = step.run({toolchain.nm, object.string()}, 64 * 1024 * 1024);
+    if (symbols.stdout_truncated || symbols.memory_exceeded || symbols.timed_out) {
+      result.diagnostics = shown_as + ": the compiled code's symbol table is too large to check (" +
+                           symbols.describe_end() + "); it should be small for this exercise.\n";
+      result.ok = false;
+      return result;
+    }
+    if (!symbols.exited_cleanly()) {
       throw GraderFault("cannot list the symbols of the compiled submission (nm " + symbols.describe_end() + ")");
     }
     // Besides the exercise's built-ins, nothing may switch off or replace the

@@ -78,33 +78,27 @@ GradeReport grade(const GradeOptions& options) {
   report.sandbox = sandbox.describe();
   Scratch scratch(options.build_dir / "scratch", options.keep_scratch, sandbox.drop_to_nobody);
 
-  // What the sandbox shows: nothing of the project, the build folder or the
-  // submissions' folders (other learners' work) but what each step needs.
+  // What the sandbox shows besides the system's programs and libraries
+  // (sandbox.cpp): the toolchain's headers and libraries, the exercise's
+  // interface header alone, the grader's own files each step needs, and the
+  // scratch folder. The project, the build folder and the submissions'
+  // folders are hidden even where they lie inside the system's folders.
   Confinement confinement;
-  confinement.hidden = {"/tmp",
-                        "/var/tmp",
-                        "/home",
-                        "/root",
-                        "/run",
-                        "/dev/shm",
-                        options.project_root.string(),
-                        options.build_dir.string(),
-                        submission.parent_path().string()};
+  confinement.hidden = {options.project_root.string(), options.build_dir.string(), submission.parent_path().string()};
   for (const auto& dir : options.hide) confinement.hidden.push_back(dir.string());
-  confinement.hidden.erase(std::remove_if(confinement.hidden.begin(), confinement.hidden.end(),
-                                          [](const std::string& dir) {
-                                            // never the system's own folders (a submission in / or /usr)
-                                            for (const char* system : {"/", "/usr", "/etc", "/lib", "/lib64", "/bin",
-                                                                       "/sbin", "/opt", "/var", "/proc", "/dev"})
-                                              if (fs::path(dir) == fs::path(system)) return true;
-                                            return fs::path("/usr").string().rfind(dir + "/", 0) == 0;
-                                          }),
+  auto is_system_root = [](const std::string& dir) {
+    for (const char* system : {"/", "/usr", "/etc", "/opt", "/lib", "/lib64", "/bin", "/sbin", "/proc", "/dev"}) {
+      if (fs::path(dir) == fs::path(system)) return true;
+    }
+    return false;
+  };
+  confinement.hidden.erase(std::remove_if(confinement.hidden.begin(), confinement.hidden.end(), is_system_root),
                            confinement.hidden.end());
   confinement.read_only = toolchain.system_include_dirs;
   confinement.read_only.insert(confinement.read_only.end(), toolchain.library_dirs.begin(),
                                toolchain.library_dirs.end());
-  confinement.read_only.insert(confinement.read_only.end(),
-                               {exercise.dir.string(), toolchain.flags_file.string(), toolchain.runner.string()});
+  confinement.read_only.insert(confinement.read_only.end(), {(exercise.dir / exercise.interface_header).string(),
+                                                             toolchain.flags_file.string(), toolchain.runner.string()});
   if (auto driver = toolchain.drivers.find(exercise.id); driver != toolchain.drivers.end())
     confinement.read_only.push_back(driver->second.string());
   if (auto pch = toolchain.pchs.find(exercise.id); pch != toolchain.pchs.end())
@@ -151,6 +145,13 @@ GradeReport grade(const GradeOptions& options) {
   report.program_stdout = outcome.stdout_text + (outcome.stdout_truncated ? "\n[output cut off here]" : "");
   report.program_stderr = outcome.stderr_text + (outcome.stderr_truncated ? "\n[output cut off here]" : "");
 
+  if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
+    // The runner never reached the learner's code: whatever stopped it (limits
+    // too tight for LibTorch itself, a broken sandbox) is the grader's failure.
+    throw GraderFault("the runner did not start (" + outcome.describe_end() +
+                      (outcome.memory_exceeded ? ", killed at the memory limit: raise --memory-limit" : "") +
+                      "): " + first_line(outcome.stderr_text));
+  }
   // Trusted counters first: the cgroup's, the parent's timer and byte counts.
   auto number = [](double value) { return fmt::format("{:g}", value); };
   if (outcome.memory_exceeded) {
@@ -176,10 +177,6 @@ GradeReport grade(const GradeOptions& options) {
   if (outcome.process_cap_hit) {
     return finish(Verdict::runtime_error, "Your code tried to start more than " + std::to_string(run_limits.processes) +
                                               " processes or threads; the exercise needs none.");
-  }
-  if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
-    // The runner never reached the learner's code: the grader's own failure.
-    throw GraderFault("the runner did not start (" + outcome.describe_end() + "): " + first_line(outcome.stderr_text));
   }
   std::vector<wire::Record> responses;
   try {

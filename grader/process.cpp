@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,11 +60,12 @@ bool join_cgroup(const char* procs_file) {
 
 // Runs in the forked child: only async-signal-safe calls until execve.
 [[noreturn]] void exec_child(const ChildSpec& spec, char* const* argv, char* const* envp, int in_fd, int out_fd,
-                             int err_fd, int request_fd, int result_fd, const std::vector<const char*>& cgroup_procs) {
+                             int err_fd, int request_fd, int result_fd, const std::vector<const char*>& cgroup_procs,
+                             pid_t parent) {
   signal(SIGPIPE, SIG_DFL);  // the grader ignores it; the child should not
   setsid();                  // its own process group, so a timeout kills grandchildren too
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() == 1) _exit(127);
+  if (getppid() != parent) _exit(127);  // the grader died before this point
   for (const char* procs : cgroup_procs) {
     if (!join_cgroup(procs)) _exit(125);
   }
@@ -80,6 +82,13 @@ bool join_cgroup(const char* procs_file) {
   dup2(err_fd, 2);
   if (request_fd >= 0) dup2(request_fd, 3);
   if (result_fd >= 0) dup2(result_fd, 4);
+  // Nothing else of the grader's reaches the child: with --jobs, another
+  // thread may hold files open (cgroup limits, sources) at the moment of fork.
+  if (request_fd < 0) close(3);
+  if (result_fd < 0) close(4);
+  if (syscall(SYS_close_range, 5u, ~0u, 0u) != 0) {
+    for (int fd = 5; fd < 65536; ++fd) close(fd);
+  }
   if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) _exit(127);
   if (spec.drop_to_nobody) {
     const gid_t nobody = 65534;
@@ -146,10 +155,12 @@ ChildOutcome run_child(const ChildSpec& spec) {
   }
 
   auto start = Clock::now();
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) {
-    exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, cgroup_procs);
+    exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, cgroup_procs,
+               parent);
   }
 
   // Also from this side, so the group exists before any kill below.
@@ -231,7 +242,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
     outcome.cpu_seconds = cgroup->cpu_seconds();
     outcome.memory_exceeded = cgroup->oom_kills() > 0;
     outcome.process_cap_hit = cgroup->process_cap_hits() > 0;
-    if (!outcome.timed_out && outcome.cpu_seconds > spec.limits.cpu_seconds) outcome.cpu_exceeded = true;
+    if (outcome.cpu_seconds > spec.limits.cpu_seconds) outcome.cpu_exceeded = outcome.timed_out = true;
   }
   for (int* fd : {&out.read, &err.read, &request.write, &result.read}) close_fd(*fd);
 

@@ -58,21 +58,24 @@ std::string own_cgroup(const std::string& controller) {
 }
 
 // New namespaces of every kind (network, processes, users, ...), no
-// capabilities, a new session, death with the grader, the file system read-only.
+// capabilities, a new session, death with the grader, and an empty root in
+// which only the system's programs and libraries are shown, read-only:
+// nothing of the machine's data (homes, /srv, /tmp, other checkouts) is there.
 std::vector<std::string> bwrap_base(const std::string& bwrap) {
-  return {bwrap,
-          "--unshare-all",
-          "--die-with-parent",
-          "--new-session",
-          "--cap-drop",
-          "ALL",
-          "--ro-bind",
-          "/",
-          "/",
-          "--dev",
-          "/dev",
-          "--proc",
-          "/proc"};
+  std::vector<std::string> args = {bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"};
+  for (const char* dir : {"/usr", "/etc", "/opt"}) {
+    if (fs::is_directory(dir)) args.insert(args.end(), {"--ro-bind", dir, dir});
+  }
+  for (const char* dir : {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}) {
+    std::error_code error;
+    if (fs::is_symlink(dir, error)) {
+      args.insert(args.end(), {"--symlink", fs::read_symlink(dir, error).string(), dir});  // merged /usr
+    } else if (fs::is_directory(dir, error)) {
+      args.insert(args.end(), {"--ro-bind", dir, dir});
+    }
+  }
+  args.insert(args.end(), {"--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"});
+  return args;
 }
 
 std::string unique_name() {
@@ -115,9 +118,11 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string* why) {
     group->dirs_.push_back(dir.string());
     group->memory_dir_ = group->pids_dir_ = group->cpu_dir_ = dir.string();
     group->procs_files_.push_back((dir / "cgroup.procs").string());
-    if (limits.memory_bytes && (!write_text((dir / "memory.max").string(), std::to_string(limits.memory_bytes)) ||
-                                !write_text((dir / "memory.swap.max").string(), "0"))) {
-      if (!fs::exists(dir / "memory.max")) return fail("cgroup v2: no memory.max in " + dir.string());
+    if (limits.memory_bytes) {
+      if (!write_text((dir / "memory.max").string(), std::to_string(limits.memory_bytes))) {
+        return fail("cgroup v2: cannot set memory.max in " + dir.string());
+      }
+      write_text((dir / "memory.swap.max").string(), "0");  // absent without swap accounting
     }
     if (limits.processes && !write_text((dir / "pids.max").string(), std::to_string(limits.processes))) {
       return fail("cgroup v2: cannot set pids.max in " + dir.string());

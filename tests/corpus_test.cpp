@@ -303,11 +303,21 @@ TEST(Batch, ParallelGradesKeepTheirVerdicts) {
   fs::create_directories(dir);
   const fs::path corpus = kRoot / "tests/submissions/exercise_sdpa";
   std::map<std::string, std::string> want = {{"model.cpp", "passed"},
+                                             {"model_copy.cpp", "passed"},
                                              {"no_scaling.cpp", "failed"},
                                              {"infinite_loop.cpp", "timeout"},
                                              {"huge_output.cpp", "output_limit"},
                                              {"segfault.cpp", "runtime_error"}};
-  fs::copy_file(kRoot / "solutions/exercise_sdpa/sdpa.cpp", dir / "model.cpp");
+  // Two identical files compile at once into one cache entry; one is readable
+  // by its owner only (the sandboxed compiler runs as another user).
+  {
+    std::ifstream in(kRoot / "solutions/exercise_sdpa/sdpa.cpp");
+    std::stringstream text;
+    text << in.rdbuf() << "\n// batch " << ::getpid() << " " << std::random_device{}() << "\n";  // not cached yet
+    std::ofstream(dir / "model.cpp") << text.str();
+    std::ofstream(dir / "model_copy.cpp") << text.str();
+  }
+  fs::permissions(dir / "model.cpp", fs::perms::owner_read | fs::perms::owner_write);
   fs::copy_file(corpus / "wrong/no_scaling.cpp", dir / "no_scaling.cpp");
   for (const char* name : {"infinite_loop.cpp", "huge_output.cpp", "segfault.cpp"}) {
     fs::copy_file(corpus / "hostile" / name, dir / name);
