@@ -30,12 +30,17 @@ bool is_within(const fs::path& file, const fs::path& dir) {
   return f.size() > d.size() && f.compare(0, d.size(), d) == 0 && f[d.size()] == '/';
 }
 
-// Headers listed in a make-style dependency file (the source itself left out).
-std::vector<std::string> depfile_headers(const fs::path& depfile, const fs::path& source) {
-  std::ifstream in(depfile);
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw GraderFault("cannot read " + file.string());
   std::stringstream buffer;
   buffer << in.rdbuf();
-  auto text = replace_all(buffer.str(), "\\\n", " ");
+  return buffer.str();
+}
+
+// Headers listed in a make-style dependency file (the source itself left out).
+std::vector<std::string> depfile_headers(const fs::path& depfile, const fs::path& source) {
+  auto text = replace_all(read_file(depfile), "\\\n", " ");
   auto colon = text.find(": ");
   std::vector<std::string> headers;
   if (colon == std::string::npos) return headers;
@@ -45,14 +50,6 @@ std::vector<std::string> depfile_headers(const fs::path& depfile, const fs::path
     if (word != source.string() && word != source.filename().string()) headers.push_back(word);
   }
   return headers;
-}
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw GraderFault("cannot read " + file.string());
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 // What decides the compiled code: the source, the interface, the compiler and
@@ -65,20 +62,20 @@ std::string cache_key(const Toolchain& toolchain, const Exercise& exercise, cons
     hash.update(std::to_string(part.size()) + ":");
     hash.update(part);
   };
-  auto add_stamp = [&add](const fs::path& file) {  // large files: path, size and time
+  auto add_stamp = [&add](const fs::path& file) {  // large built files: path, size and time
     std::error_code error;
     auto size = fs::file_size(file, error);
     auto time = fs::last_write_time(file, error).time_since_epoch().count();
     add(file.string() + " " + std::to_string(size) + " " + std::to_string(time));
   };
-  add("grader compile cache v1");
+  add("grader compile cache v2");
   add(read_file(submission));
   add(read_file(exercise.dir / exercise.interface_header));
   add(read_file(toolchain.flags_file));
   for (const auto& arg : argv) add(replace_all(arg, work_dir.string(), "<scratch>"));
   add_stamp(toolchain.cxx);
   if (!pch.empty()) add_stamp(pch);
-  add(read_file(driver));
+  add_stamp(driver);  // several MB: reading it on every grade would cost more than the stamp says
   return hash.hex();
 }
 
@@ -134,16 +131,12 @@ struct Step {
   const Confinement& confinement;
 
   ChildOutcome run(std::vector<std::string> argv, size_t output_bytes = 0) const {
-    const auto& limits = exercise.limits.compile;
     ChildSpec spec;
     spec.argv = std::move(argv);
     spec.working_dir = work_dir.string();
-    spec.limits.wall_seconds = limits.seconds;
-    spec.limits.cpu_seconds = limits.cpu_seconds;
-    spec.limits.output_bytes = output_bytes ? output_bytes : static_cast<size_t>(limits.output_kb * 1024);
+    spec.limits = child_limits(exercise.limits.compile);
+    if (output_bytes) spec.limits.output_bytes = output_bytes;
     spec.limits.file_size_bytes = 512ull * 1024 * 1024;
-    spec.limits.memory_bytes = static_cast<size_t>(limits.memory_mb * 1024 * 1024);
-    spec.limits.processes = limits.processes;
     sandbox_child(sandbox, confinement, spec);
     return run_child(spec);
   }

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <random>
@@ -34,7 +33,7 @@ class Scratch {
     if (!mkdtemp(pattern.data())) throw GraderFault("cannot create a scratch folder under " + parent.string());
     path_ = pattern;
     // The sandboxed compiler and runner run as nobody: the only folder they may write.
-    if (for_nobody && chown(path_.c_str(), 65534, 65534) != 0) {
+    if (for_nobody && chown(path_.c_str(), kNobody, kNobody) != 0) {
       throw GraderFault("cannot hand the scratch folder " + path_.string() + " to user nobody");
     }
   }
@@ -86,14 +85,6 @@ GradeReport grade(const GradeOptions& options) {
   Confinement confinement;
   confinement.hidden = {options.project_root.string(), options.build_dir.string(), submission.parent_path().string()};
   for (const auto& dir : options.hide) confinement.hidden.push_back(dir.string());
-  auto is_system_root = [](const std::string& dir) {
-    for (const char* system : {"/", "/usr", "/etc", "/opt", "/lib", "/lib64", "/bin", "/sbin", "/proc", "/dev"}) {
-      if (fs::path(dir) == fs::path(system)) return true;
-    }
-    return false;
-  };
-  confinement.hidden.erase(std::remove_if(confinement.hidden.begin(), confinement.hidden.end(), is_system_root),
-                           confinement.hidden.end());
   confinement.read_only = toolchain.system_include_dirs;
   confinement.read_only.insert(confinement.read_only.end(), toolchain.library_dirs.begin(),
                                toolchain.library_dirs.end());
@@ -132,11 +123,7 @@ GradeReport grade(const GradeOptions& options) {
   spec.working_dir = scratch.path().string();
   spec.request = wire::encode(requests);
   spec.result_channel = true;
-  spec.limits.wall_seconds = run_limits.seconds;
-  spec.limits.cpu_seconds = run_limits.cpu_seconds;
-  spec.limits.memory_bytes = static_cast<size_t>(run_limits.memory_mb * 1024 * 1024);
-  spec.limits.processes = run_limits.processes;
-  spec.limits.output_bytes = static_cast<size_t>(run_limits.output_kb * 1024);
+  spec.limits = child_limits(run_limits);
   spec.limits.stop_at_output_limit = true;
   sandbox_child(sandbox, confinement, spec);
   auto run_start = Clock::now();

@@ -91,8 +91,7 @@ bool join_cgroup(const char* procs_file) {
   }
   if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) _exit(127);
   if (spec.drop_to_nobody) {
-    const gid_t nobody = 65534;
-    if (setgroups(0, nullptr) != 0 || setgid(nobody) != 0 || setuid(nobody) != 0) _exit(125);
+    if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(125);
   }
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   execve(argv[0], argv, envp);

@@ -61,12 +61,16 @@ std::string own_cgroup(const std::string& controller) {
 // capabilities, a new session, death with the grader, and an empty root in
 // which only the system's programs and libraries are shown, read-only:
 // nothing of the machine's data (homes, /srv, /tmp, other checkouts) is there.
+const char* const kSystemFolders[] = {"/usr", "/etc", "/opt"};
+const char* const kSystemLinks[] = {"/bin",   "/sbin",  "/lib",
+                                    "/lib64", "/lib32", "/libx32"};  // links into /usr or folders
+
 std::vector<std::string> bwrap_base(const std::string& bwrap) {
   std::vector<std::string> args = {bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"};
-  for (const char* dir : {"/usr", "/etc", "/opt"}) {
+  for (const char* dir : kSystemFolders) {
     if (fs::is_directory(dir)) args.insert(args.end(), {"--ro-bind", dir, dir});
   }
-  for (const char* dir : {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}) {
+  for (const char* dir : kSystemLinks) {
     std::error_code error;
     if (fs::is_symlink(dir, error)) {
       args.insert(args.end(), {"--symlink", fs::read_symlink(dir, error).string(), dir});  // merged /usr
@@ -254,8 +258,18 @@ std::vector<std::string> confine(const SandboxStatus& sandbox, const Confinement
                                  const std::vector<std::string>& argv) {
   if (!sandbox.namespaces) return argv;
   auto out = bwrap_base(sandbox.bwrap);
+  // Hiding one of the shown system folders (or the root, its ancestor) would
+  // take the programs away: a folder to hide that is one of them is left alone.
+  auto is_system = [](const fs::path& dir) {
+    if (dir == "/" || dir == "/proc" || dir == "/dev") return true;
+    for (const char* system : kSystemFolders)
+      if (dir == system) return true;
+    for (const char* system : kSystemLinks)
+      if (dir == system) return true;
+    return false;
+  };
   for (const auto& dir : confinement.hidden) {
-    if (fs::is_directory(dir)) out.insert(out.end(), {"--tmpfs", dir});
+    if (!is_system(dir) && fs::is_directory(dir)) out.insert(out.end(), {"--tmpfs", dir});
   }
   for (const auto& path : confinement.read_only) {
     if (fs::exists(path)) out.insert(out.end(), {"--ro-bind", path, path});
@@ -273,6 +287,16 @@ void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement,
   spec.signal_in_exit_code = sandbox.namespaces;
   spec.use_cgroup = !sandbox.cgroups.empty();
   spec.drop_to_nobody = sandbox.drop_to_nobody;
+}
+
+ChildLimits child_limits(const StepLimits& step) {
+  ChildLimits limits;
+  limits.wall_seconds = step.seconds;
+  limits.cpu_seconds = step.cpu_seconds;
+  limits.memory_bytes = static_cast<size_t>(step.memory_mb * 1024 * 1024);
+  limits.processes = step.processes;
+  limits.output_bytes = static_cast<size_t>(step.output_kb * 1024);
+  return limits;
 }
 
 }  // namespace grader

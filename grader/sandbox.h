@@ -21,7 +21,13 @@
 #include <string>
 #include <vector>
 
+#include "exercise.h"
+#include "process.h"
+
 namespace grader {
+
+// The unprivileged user and group sandboxed children run as when the grader is root.
+constexpr unsigned kNobody = 65534;
 
 enum class SandboxMode { automatic, strict, off };
 
@@ -77,7 +83,7 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built);
 
 // What one sandboxed child may see.
 struct Confinement {
-  std::vector<std::string> hidden;     // folders replaced by empty ones
+  std::vector<std::string> hidden;     // folders replaced by empty ones (never the system's own)
   std::vector<std::string> read_only;  // files or folders shown again, read-only
   std::string writable;                // the scratch folder
 };
@@ -87,8 +93,10 @@ struct Confinement {
 std::vector<std::string> confine(const SandboxStatus& sandbox, const Confinement& confinement,
                                  const std::vector<std::string>& argv);
 
-struct ChildSpec;
 // Puts a child (its argv already set) into the sandbox: bwrap, cgroup, user.
 void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement, ChildSpec& spec);
+
+// An exercise's limits for one step (compile or run), as a child's limits.
+ChildLimits child_limits(const StepLimits& step);
 
 }  // namespace grader
