@@ -22,12 +22,30 @@ struct CompileResult {
   bool cached = false;  // the compiled code came from the cache (unchanged submission)
 };
 
+// A submission as read by read_submission: where it came from (what the
+// learner is shown) and its text, read once.
+struct Submission {
+  std::filesystem::path path;
+  std::string text;
+};
+
+// Sources larger than this are refused (a solution is a few KB).
+constexpr uintmax_t kMaxSubmissionBytes = 1 << 20;
+
+// Reads a submission without following a symbolic link (the grader may run as
+// root; a link could name a file its author may not read). Throws UsageError
+// for a link, a missing, special or oversized file.
+std::string read_submission(const std::filesystem::path& file);
+
 // cache_dir: where compiled submissions are kept by content hash (empty: no
 // cache). Only compiled code is cached, never a verdict.
-CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise,
-                                 const std::filesystem::path& submission, const std::filesystem::path& work_dir,
-                                 const std::filesystem::path& project_root, const std::filesystem::path& cache_dir,
+CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise, const Submission& submission,
+                                 const std::filesystem::path& work_dir, const std::filesystem::path& cache_dir,
                                  const SandboxStatus& sandbox, const Confinement& confinement);
+
+// The forbidden names in a submission's symbol table (`nm` output, not
+// demangled): the judge's own list, and the exercise's built-ins. One line each.
+std::vector<std::string> forbidden_symbols_in(const std::string& nm_output, const Exercise& exercise);
 
 // Keeps the compiler's lines that help: errors and notes about the learner's
 // file, with the scratch path replaced by the path the learner knows.

@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "errors.h"
 
@@ -101,12 +103,18 @@ const Tolerance& Exercise::tolerance(const std::string& dtype) const {
 
 Exercise load_exercise(const fs::path& dir) {
   auto file = dir / "exercise.yaml";
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  if (!(in && text << in.rdbuf())) throw ConfigError(file.string() + ": cannot read the file");
+  return parse_exercise(text.str(), dir);
+}
+
+Exercise parse_exercise(const std::string& text, const fs::path& dir) {
+  auto file = dir / "exercise.yaml";
   Reader read(file);
   YAML::Node root;
   try {
-    root = YAML::LoadFile(file.string());
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(file.string() + ": cannot read the file");
+    root = YAML::Load(text);
   } catch (const YAML::Exception& error) {
     throw ConfigError(file.string() + ": not valid YAML: " + error.what());
   }

@@ -71,6 +71,8 @@ struct Exercise {
 
 // Throws ConfigError with the file and the problem for a malformed exercise.yaml.
 Exercise load_exercise(const std::filesystem::path& dir);
+// The same from the text of an exercise.yaml said to lie in `dir` (the fuzzer's entry).
+Exercise parse_exercise(const std::string& yaml_text, const std::filesystem::path& dir);
 
 // Exercise ids under exercises_root (folders holding an exercise.yaml), sorted.
 std::vector<std::string> list_exercises(const std::filesystem::path& exercises_root);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <set>
@@ -38,8 +39,9 @@ class Scratch {
     }
   }
   ~Scratch() {
-    std::error_code ignored;
-    if (!keep_) fs::remove_all(path_, ignored);
+    if (!keep_ && !remove_tree(path_)) {
+      std::fprintf(stderr, "grade: warning: could not remove the scratch folder %s\n", path_.c_str());
+    }
   }
   const fs::path& path() const { return path_; }
 
@@ -62,20 +64,20 @@ GradeReport grade(const GradeOptions& options) {
   if (options.output_kb) run_limits.output_kb = *options.output_kb;
   auto suite = make_suite(exercise);
 
-  fs::path submission = options.submission.value_or(exercise.learner_file());
-  if (!fs::is_regular_file(submission)) throw UsageError("submission file not found: " + submission.string());
-  submission = fs::absolute(submission);
+  Submission submission;
+  submission.path = fs::absolute(options.submission.value_or(exercise.learner_file()));
+  submission.text = read_submission(submission.path);
   auto toolchain = load_toolchain(options.build_dir / "toolchain.txt");
 
   GradeReport report;
   report.exercise = exercise.id;
   report.title = exercise.title;
-  report.submission = submission.string();
+  report.submission = submission.path.string();
   report.seed = options.seed.value_or(std::random_device{}() % 1000000000u);
 
   const auto& sandbox = options.sandbox;
   report.sandbox = sandbox.describe();
-  Scratch scratch(options.build_dir / "scratch", options.keep_scratch, sandbox.drop_to_nobody);
+  Scratch scratch(scratch_base(), options.keep_scratch, sandbox.drop_to_nobody);
 
   // What the sandbox shows besides the system's programs and libraries
   // (sandbox.cpp): the toolchain's headers and libraries, the exercise's
@@ -83,18 +85,20 @@ GradeReport grade(const GradeOptions& options) {
   // scratch folder. The project, the build folder and the submissions'
   // folders are hidden even where they lie inside the system's folders.
   Confinement confinement;
-  confinement.hidden = {options.project_root.string(), options.build_dir.string(), submission.parent_path().string()};
+  confinement.hidden = {options.project_root.string(), options.build_dir.string(),
+                        submission.path.parent_path().string()};
   for (const auto& dir : options.hide) confinement.hidden.push_back(dir.string());
   confinement.read_only = toolchain.system_include_dirs;
   confinement.read_only.insert(confinement.read_only.end(), toolchain.library_dirs.begin(),
                                toolchain.library_dirs.end());
   confinement.read_only.insert(confinement.read_only.end(), {(exercise.dir / exercise.interface_header).string(),
                                                              toolchain.flags_file.string(), toolchain.runner.string()});
+  if (!toolchain.prelude.empty()) confinement.read_only.push_back(toolchain.prelude);
   if (auto driver = toolchain.drivers.find(exercise.id); driver != toolchain.drivers.end())
     confinement.read_only.push_back(driver->second.string());
   if (auto pch = toolchain.pchs.find(exercise.id); pch != toolchain.pchs.end())
     confinement.read_only.push_back(pch->second.string());
-  confinement.writable = scratch.path().string();
+  confinement.writable = confinement.work_dir = scratch.path().string();
   auto finish = [&](Verdict verdict, std::string summary) {
     report.verdict = verdict;
     report.summary = std::move(summary);
@@ -104,7 +108,7 @@ GradeReport grade(const GradeOptions& options) {
   };
 
   // Compile.
-  auto compiled = compile_submission(toolchain, exercise, submission, scratch.path(), options.project_root,
+  auto compiled = compile_submission(toolchain, exercise, submission, scratch.path(),
                                      options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
                                      sandbox, confinement);
   report.compile_seconds = compiled.seconds;
@@ -125,12 +129,17 @@ GradeReport grade(const GradeOptions& options) {
   spec.result_channel = true;
   spec.limits = child_limits(run_limits);
   spec.limits.stop_at_output_limit = true;
-  sandbox_child(sandbox, confinement, spec);
+  // The runner writes no file (its system-call filter refuses), and sees its
+  // scratch folder read-only.
+  Confinement run_view = confinement;
+  run_view.read_only.push_back(run_view.writable);
+  run_view.writable.clear();
+  sandbox_child(sandbox, run_view, spec);
   auto run_start = Clock::now();
   auto outcome = run_child(spec);
   report.run_seconds = seconds_since(run_start);
-  report.program_stdout = outcome.stdout_text + (outcome.stdout_truncated ? "\n[output cut off here]" : "");
-  report.program_stderr = outcome.stderr_text + (outcome.stderr_truncated ? "\n[output cut off here]" : "");
+  report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
+  report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
 
   if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
     // The runner never reached the learner's code: whatever stopped it (limits
@@ -169,6 +178,10 @@ GradeReport grade(const GradeOptions& options) {
   try {
     if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
     responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
+    // Text from learner code (exception messages) is shown, repeated per check: keep it short.
+    for (auto& response : responses) {
+      for (auto& [key, text] : response.strings) text = capped(text, kMaxLearnerText);
+    }
   } catch (const wire::WireError& error) {
     if (!outcome.exited_cleanly()) {
       return finish(Verdict::runtime_error, "Your code crashed before the checks finished (" + outcome.describe_end() +
@@ -179,6 +192,13 @@ GradeReport grade(const GradeOptions& options) {
                                               "): did your code exit early or write to the grader's channel?");
   }
   if (responses.size() == 1 && responses.front().strings.count("load_error")) {
+    // Learner code cannot remove files (the runner's filter): a compiled
+    // object gone missing is the grader's problem, whatever the loader says.
+    std::error_code error;
+    if (!fs::is_regular_file(compiled.shared_object, error)) {
+      throw GraderFault("the compiled submission " + compiled.shared_object.string() +
+                        " disappeared during the grade (was the scratch folder removed?)");
+    }
     report.compiler_output = first_line(responses.front().strings.at("load_error")) + "\n";
     return finish(Verdict::compile_error,
                   "Your code compiled but could not be loaded: is a function declared but "

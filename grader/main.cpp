@@ -28,7 +28,14 @@ std::vector<fs::path> expand_submissions(const std::vector<std::string>& values)
     if (fs::is_directory(value)) {
       std::vector<fs::path> found;
       for (const auto& entry : fs::directory_iterator(value)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".cpp") found.push_back(fs::absolute(entry.path()));
+        if (entry.path().extension() != ".cpp") continue;
+        // Links are refused, not followed (as for a single submission).
+        if (entry.is_symlink()) {
+          throw grader::UsageError(entry.path().string() +
+                                   " is a symbolic link: a batch grades the files in the folder, not what links "
+                                   "point to (remove the link or copy the file)");
+        }
+        if (entry.is_regular_file()) found.push_back(fs::absolute(entry.path()));
       }
       if (found.empty()) throw grader::UsageError("no .cpp files in the folder " + value);
       std::sort(found.begin(), found.end());
@@ -74,16 +81,17 @@ void grade_batch(std::vector<BatchItem>& items, const grader::GradeOptions& base
 
 std::string batch_table(const std::vector<BatchItem>& items) {
   size_t width = 10;
-  for (const auto& item : items) width = std::max(width, item.submission.filename().string().size());
+  for (const auto& item : items) width = std::max(width, grader::printable(item.submission.filename().string()).size());
   std::string out = fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", "submission", width, "verdict", "checks", "time",
                                 "missed focus points / reason");
   size_t passed = 0;
+  // Every cell that comes from a submission (its file name, its messages) is made printable.
   for (const auto& item : items) {
-    auto name = item.submission.filename().string();
+    auto name = grader::printable(item.submission.filename().string());
     if (!item.report) {
       out += fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", name, width,
                          item.exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error", "-", "-",
-                         item.error);
+                         grader::printable(item.error));
       continue;
     }
     const auto& report = *item.report;
@@ -94,7 +102,9 @@ std::string batch_table(const std::vector<BatchItem>& items) {
     for (const auto& focus : report.focus_points) {
       if (focus.status == grader::FocusStatus::missed) missed += (missed.empty() ? "" : ", ") + focus.point.id;
     }
-    if (missed.empty() && report.verdict != grader::Verdict::passed) missed = report.summary.substr(0, 100);
+    if (missed.empty() && report.verdict != grader::Verdict::passed) {
+      missed = grader::printable(grader::capped(report.summary, 100));
+    }
     out += fmt::format("{:<{}}  {:<14} {:>7}  {:>5.1f}s  {}\n", name, width, grader::verdict_name(report.verdict),
                        report.checks.empty() ? "-" : fmt::format("{}/{}", ok, report.checks.size()),
                        report.total_seconds, missed);
@@ -236,6 +246,10 @@ int main(int argc, char** argv) {
     return error.exit_code();
   } catch (const std::exception& error) {
     std::cerr << "grade: internal error: " << error.what() << "\n";
+    if (format == "json") {
+      std::cout << grader::render_json_error(options.exercise, "grader_error",
+                                             std::string("internal error: ") + error.what());
+    }
     return grader::kExitGraderFault;
   }
 }

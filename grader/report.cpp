@@ -104,21 +104,61 @@ struct Palette {
   std::string dim(const std::string& t) const { return paint(t, "2"); }
 };
 
-// Learner-controlled text (its output, its exception messages) must not be able
-// to paint over the report with terminal escape sequences.
+// Length of the UTF-8 sequence starting at text[at] and its code point, or 0
+// when the bytes there are not valid UTF-8 (stray continuation, overlong, cut).
+size_t utf8_sequence(const std::string& text, size_t at, uint32_t& code_point) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char lead = byte(at);
+  size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+  if (length == 0 || at + length > text.size()) return 0;
+  code_point = length == 1 ? lead : length == 2 ? lead & 0x1f : length == 3 ? lead & 0x0f : lead & 0x07;
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(at + i) & 0xc0) != 0x80) return 0;
+    code_point = (code_point << 6) | (byte(at + i) & 0x3f);
+  }
+  static const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code_point < smallest[length] || code_point > 0x10ffff || (code_point >= 0xd800 && code_point <= 0xdfff))
+    return 0;
+  return length;
+}
+
+// Characters that can reorder or hide what follows them on a terminal.
+bool hides_text(uint32_t c) {
+  return (c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7f && c <= 0x9f) || c == 0x061c || c == 0x200e ||
+         c == 0x200f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
+}  // namespace
+
+std::string capped(const std::string& text, size_t max_bytes, bool already_cut) {
+  if (text.size() <= max_bytes) return already_cut ? text + "\n[output cut off here]" : text;
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;  // not inside a character
+  return text.substr(0, end) + " [... " + std::to_string(text.size() - end) + " more bytes cut]";
+}
+
 std::string printable(const std::string& text) {
   std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 && c != '\n' && c != '\t') {
-      out += fmt::format("\\x{:02x}", c);
-    } else if (c == 0x7f) {
-      out += "\\x7f";
-    } else {
-      out += static_cast<char>(c);
+  out.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    uint32_t c = 0;
+    size_t length = utf8_sequence(text, at, c);
+    if (length == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[at]));
+      ++at;
+      continue;
     }
+    if (hides_text(c)) {
+      out += c < 0x100 ? fmt::format("\\x{:02x}", c) : fmt::format("\\u{:04x}", c);
+    } else {
+      out.append(text, at, length);
+    }
+    at += length;
   }
   return out;
 }
+
+namespace {
 
 std::string indent(const std::string& raw, const std::string& prefix) {
   const std::string text = printable(raw);

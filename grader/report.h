@@ -60,6 +60,20 @@ std::string focus_status_name(FocusStatus status);
 std::string check_status_name(CheckStatus status);
 int exit_code_for(Verdict verdict);
 
+// How much learner text a report shows: one exception message, and each of
+// the program's output streams (the output limit may let more through).
+constexpr size_t kMaxLearnerText = 4096;
+constexpr size_t kMaxShownOutput = 16 * 1024;
+
+// `text` cut to at most `max_bytes` (at a character boundary) with a note of
+// what was cut; `already_cut`: the text was cut before (at the output limit).
+std::string capped(const std::string& text, size_t max_bytes, bool already_cut = false);
+
+// Text safe to print on a terminal: C0 and C1 control characters, DEL,
+// bidirectional overrides and bytes that are not UTF-8 become visible escapes
+// (\x1b, \u202e); newlines and tabs stay.
+std::string printable(const std::string& text);
+
 std::string render_text(const GradeReport& report, bool color);
 std::string render_json(const GradeReport& report);
 // For --format json when no grade could happen (usage or grader error).

@@ -1,12 +1,19 @@
 #include "sandbox.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -78,13 +85,106 @@ std::vector<std::string> bwrap_base(const std::string& bwrap) {
       args.insert(args.end(), {"--ro-bind", dir, dir});
     }
   }
-  args.insert(args.end(), {"--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"});
+  // A private /tmp, in memory and small: the compiler needs none, the runner may not write.
+  args.insert(args.end(), {"--dev", "/dev", "--proc", "/proc", "--size", "67108864", "--tmpfs", "/tmp"});
   return args;
+}
+
+std::string octal_mode(fs::perms perms) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(perms) & 07777);
+  return text;
 }
 
 std::string unique_name() {
   static std::atomic<int> counter{0};
   return "grader-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+// Whether user nobody may use `path` itself: read a file, list and enter a folder.
+bool nobody_may_use(const struct stat& info) {
+  if (info.st_uid == kNobody) return true;
+  mode_t need = S_ISDIR(info.st_mode) ? (S_IROTH | S_IXOTH) : S_IROTH;
+  return (info.st_mode & need) == need;
+}
+
+// The first folder above `path` that nobody may not enter, or "".
+std::string closed_ancestor(const fs::path& path) {
+  struct stat info {};
+  for (auto dir = path.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (stat(dir.c_str(), &info) == 0 && info.st_uid != kNobody && !(info.st_mode & S_IXOTH)) return dir.string();
+    if (dir == dir.root_path()) break;
+  }
+  return "";
+}
+
+// The sandboxed steps run as nobody when the grader is root, and bwrap, run
+// as nobody too, must walk each shown path. A file of the grader's own that
+// sits in a folder nobody may not enter (a checkout in /root or in a private
+// mktemp folder) is shown from a copy in the grader's tools folder instead; a
+// folder there, or a file nobody may not read, is the installation's problem,
+// said with the fix, never the learner's.
+std::string closed_to_nobody(const std::string& path, bool namespaces, bool* stage) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return "";  // absent optional paths are skipped by the caller
+  if (!nobody_may_use(info)) {
+    return "user nobody, which runs the sandboxed compiler and your code when the grader is root, cannot " +
+           std::string(S_ISDIR(info.st_mode) ? "enter" : "read") + " " + path + " (mode " +
+           octal_mode(static_cast<fs::perms>(info.st_mode)) +
+           "): make it readable by others (chmod o+rX), or run ./grade as a regular user";
+  }
+  auto closed = closed_ancestor(path);
+  if (closed.empty()) return "";
+  if (namespaces && S_ISREG(info.st_mode)) {
+    *stage = true;
+    return "";
+  }
+  return "user nobody, which runs the sandboxed compiler and your code, cannot enter " + closed + " on the way to " +
+         path + ": " +
+         (namespaces ? "move the folder somewhere others may enter (chmod o+x on the folders above it), or run "
+                       "./grade as a regular user"
+                     : "without bwrap it walks the real path. Install bubblewrap, move the checkout to a folder "
+                       "others may enter, or run ./grade as a regular user");
+}
+
+// A copy (a hard link where the file system allows) of a grader file, in a
+// folder nobody may walk to, named by the file's path, size and time, so it
+// is made once per build. Written under a temporary name, then renamed.
+std::string staged_copy(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) throw GraderFault("cannot read " + path);
+  auto dir = scratch_base() / "tools";
+  std::error_code error;
+  fs::create_directory(dir, error);
+  fs::permissions(dir,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                      fs::perms::others_exec,
+                  error);
+  char key[64];
+  std::snprintf(key, sizeof(key), "%016zx-%llx-%lld.%09ld", std::hash<std::string>{}(path),
+                static_cast<unsigned long long>(info.st_size), static_cast<long long>(info.st_mtim.tv_sec),
+                info.st_mtim.tv_nsec);
+  auto staged = dir / (std::string(key) + "-" + fs::path(path).filename().string());
+  if (fs::exists(staged, error)) return staged.string();
+  auto temporary = dir / (".tmp-" + unique_name());
+  if (link(path.c_str(), temporary.c_str()) != 0) {
+    fs::copy_file(path, temporary, fs::copy_options::overwrite_existing, error);
+    if (error) throw GraderFault("cannot copy " + path + " to " + temporary.string() + ": " + error.message());
+    fs::permissions(temporary,
+                    fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read |
+                        (info.st_mode & S_IXUSR ? fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec
+                                                : fs::perms::none),
+                    error);
+  }
+  fs::rename(temporary, staged, error);
+  if (error) throw GraderFault("cannot place " + staged.string() + ": " + error.message());
+  // Earlier versions of the same file (before a rebuild) go.
+  const std::string same_path = std::string(key).substr(0, 17);
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    auto name = entry.path().filename().string();
+    if (name.compare(0, same_path.size(), same_path) == 0 && entry.path() != staged) fs::remove(entry.path(), error);
+  }
+  return staged.string();
 }
 
 }  // namespace
@@ -203,7 +303,10 @@ void Cgroup::kill_all() {
 }
 
 std::string SandboxStatus::describe() const {
-  if (mode == SandboxMode::off) return "sandbox off (--sandbox off): limits only";
+  if (mode == SandboxMode::off) {
+    return std::string("sandbox off (--sandbox off): limits only") +
+           (seccomp ? ", and the runner's system-call filter" : "");
+  }
   std::string text = isolating() ? "sandbox: " : "sandbox incomplete, limits only for what is missing: ";
   text += std::string(namespaces ? "namespaces (bwrap)" : "no namespaces") + ", " +
           (cgroups.empty() ? "no cgroups" : "cgroup " + cgroups) + ", " + (seccomp ? "seccomp" : "no seccomp") +
@@ -215,11 +318,12 @@ std::string SandboxStatus::describe() const {
 SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built) {
   SandboxStatus status;
   status.mode = mode;
-  if (mode == SandboxMode::off) return status;
-  status.drop_to_nobody = geteuid() == 0;
-
+  // The runner's system-call filter needs no privilege and keeps one grade's
+  // code from another's files and processes, so it stays on in every mode.
   status.seccomp = seccomp_built;
   if (!seccomp_built) status.problems.push_back("the runner was built without libseccomp (install libseccomp-dev)");
+  if (mode == SandboxMode::off) return status;
+  status.drop_to_nobody = geteuid() == 0;
 
   std::string why;
   if (auto probe = Cgroup::create({64ull << 20, 8}, &why)) {
@@ -254,9 +358,27 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built) {
   return status;
 }
 
-std::vector<std::string> confine(const SandboxStatus& sandbox, const Confinement& confinement,
-                                 const std::vector<std::string>& argv) {
-  if (!sandbox.namespaces) return argv;
+void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement, ChildSpec& spec) {
+  spec.signal_in_exit_code = sandbox.namespaces;
+  spec.use_cgroup = !sandbox.cgroups.empty();
+  spec.drop_to_nobody = sandbox.drop_to_nobody;
+  if (!confinement.work_dir.empty()) spec.working_dir = confinement.work_dir;
+  // What bwrap binds each shown path from.
+  std::vector<std::pair<std::string, std::string>> shown;
+  auto show = [&](const std::string& path) {
+    bool stage = false;
+    if (sandbox.drop_to_nobody) {
+      auto problem = closed_to_nobody(path, sandbox.namespaces, &stage);
+      if (!problem.empty()) throw GraderFault(problem);
+    }
+    shown.emplace_back(stage ? staged_copy(path) : path, path);
+  };
+  for (const auto& path : confinement.read_only) {
+    if (fs::exists(path)) show(path);
+  }
+  if (!confinement.writable.empty()) show(confinement.writable);
+  if (!sandbox.namespaces) return;
+
   auto out = bwrap_base(sandbox.bwrap);
   // Hiding one of the shown system folders (or the root, its ancestor) would
   // take the programs away: a folder to hide that is one of them is left alone.
@@ -271,22 +393,87 @@ std::vector<std::string> confine(const SandboxStatus& sandbox, const Confinement
   for (const auto& dir : confinement.hidden) {
     if (!is_system(dir) && fs::is_directory(dir)) out.insert(out.end(), {"--tmpfs", dir});
   }
-  for (const auto& path : confinement.read_only) {
-    if (fs::exists(path)) out.insert(out.end(), {"--ro-bind", path, path});
+  for (size_t i = 0; i < shown.size(); ++i) {
+    bool writable = !confinement.writable.empty() && i + 1 == shown.size();
+    out.insert(out.end(), {writable ? "--bind" : "--ro-bind", shown[i].first, shown[i].second});
   }
-  if (!confinement.writable.empty()) {
-    out.insert(out.end(), {"--bind", confinement.writable, confinement.writable, "--chdir", confinement.writable});
-  }
+  if (!confinement.work_dir.empty()) out.insert(out.end(), {"--chdir", confinement.work_dir});
   out.push_back("--");
-  out.insert(out.end(), argv.begin(), argv.end());
-  return out;
+  out.insert(out.end(), spec.argv.begin(), spec.argv.end());
+  spec.argv = std::move(out);
 }
 
-void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement, ChildSpec& spec) {
-  spec.argv = confine(sandbox, confinement, spec.argv);
-  spec.signal_in_exit_code = sandbox.namespaces;
-  spec.use_cgroup = !sandbox.cgroups.empty();
-  spec.drop_to_nobody = sandbox.drop_to_nobody;
+fs::path scratch_base() {
+  auto base = fs::temp_directory_path() / ("attention-grader-" + std::to_string(geteuid()));
+  if (mkdir(base.c_str(), 0711) != 0 && errno != EEXIST) {
+    throw GraderFault("cannot create " + base.string() + ": " + std::strerror(errno));
+  }
+  // In a shared /tmp another user could have made it first, or planted a link.
+  struct stat info {};
+  if (lstat(base.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != geteuid()) {
+    throw GraderFault(base.string() + " is not a folder of this user's: remove it, or set TMPDIR to another folder");
+  }
+  if ((info.st_mode & 07777) != 0711) chmod(base.c_str(), 0711);  // nobody passes through, lists nothing
+  return base;
+}
+
+bool remove_tree(const fs::path& path) {
+  int top = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (top < 0) {
+    if (errno == ENOENT) return true;
+    return unlink(path.c_str()) == 0;  // a file or a link where the folder was
+  }
+  unsigned long lifted = 0;
+  auto lift_name = [&lifted] { return ".lifted-" + std::to_string(lifted++); };
+  for (bool progress = true; progress;) {
+    progress = false;
+    std::vector<std::string> folders;
+    int listing = dup(top);
+    DIR* dir = listing >= 0 ? fdopendir(listing) : nullptr;
+    if (!dir) {
+      if (listing >= 0) close(listing);
+      break;
+    }
+    rewinddir(dir);
+    while (auto* entry = readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      if (unlinkat(top, name.c_str(), 0) == 0) {
+        progress = true;
+      } else {
+        folders.push_back(name);
+      }
+    }
+    closedir(dir);
+    for (const auto& name : folders) {
+      if (unlinkat(top, name.c_str(), AT_REMOVEDIR) == 0) {
+        progress = true;
+        continue;
+      }
+      // Not empty: move what it holds up into the top folder.
+      fchmodat(top, name.c_str(), 0700, 0);
+      int child = openat(top, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      DIR* inner = child >= 0 ? fdopendir(child) : nullptr;
+      if (!inner) {
+        if (child >= 0) close(child);
+        continue;
+      }
+      while (auto* entry = readdir(inner)) {
+        std::string item = entry->d_name;
+        if (item == "." || item == "..") continue;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+          if (renameat(dirfd(inner), item.c_str(), top, lift_name().c_str()) == 0) {
+            progress = true;
+            break;
+          }
+          if (errno != EEXIST && errno != ENOTEMPTY) break;
+        }
+      }
+      closedir(inner);
+    }
+  }
+  close(top);
+  return rmdir(path.c_str()) == 0 || errno == ENOENT;
 }
 
 ChildLimits child_limits(const StepLimits& step) {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,16 +86,24 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built);
 struct Confinement {
   std::vector<std::string> hidden;     // folders replaced by empty ones (never the system's own)
   std::vector<std::string> read_only;  // files or folders shown again, read-only
-  std::string writable;                // the scratch folder
+  std::string writable;                // the scratch folder, for steps that write (the compiler); may be empty
+  std::string work_dir;                // where the child starts
 };
 
-// The command line that runs argv inside bwrap as described, or argv itself
-// when namespaces are unavailable.
-std::vector<std::string> confine(const SandboxStatus& sandbox, const Confinement& confinement,
-                                 const std::vector<std::string>& argv);
-
 // Puts a child (its argv already set) into the sandbox: bwrap, cgroup, user.
+// Throws GraderFault naming the path and the fix when user nobody, which runs
+// sandboxed children when the grader is root, could not use a shown path.
 void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement, ChildSpec& spec);
+
+// Where scratch folders live: <temp>/attention-grader-<uid>, mode 0711, so
+// user nobody can reach its own scratch folder even when the checkout lies in
+// a folder only its owner may enter. Throws GraderFault if it is not ours.
+std::filesystem::path scratch_base();
+
+// Removes a folder and everything in it, however deep (entries are lifted up
+// one level at a time: neither descriptors nor path length run out) and
+// whatever their modes. True when nothing is left.
+bool remove_tree(const std::filesystem::path& path);
 
 // An exercise's limits for one step (compile or run), as a child's limits.
 ChildLimits child_limits(const StepLimits& step);

@@ -32,6 +32,8 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.library_dirs.push_back(value);
     else if (key == "runner")
       toolchain.runner = value;
+    else if (key == "prelude")
+      toolchain.prelude = value;
     else if (key == "driver" || key == "pch") {
       std::istringstream fields(value);
       std::string exercise, path;

@@ -20,6 +20,7 @@ struct Toolchain {
   std::map<std::string, std::filesystem::path> pchs;     // exercise id -> precompiled interface header
   bool seccomp = false;                                  // the runner has its system-call filter
   std::vector<std::string> library_dirs;                 // LibTorch's libraries (shown to the sandboxed runner)
+  std::string prelude;  // grader/prelude.h: force-included first where there is no precompiled header
 };
 
 // Throws GraderFault when the file is missing or incomplete.

@@ -31,26 +31,11 @@
 #include <set>
 #include <sstream>
 
+#include "corpus_support.h"
+
 namespace {
 namespace fs = std::filesystem;
-
-const fs::path kRoot = GRADER_SOURCE_DIR;
-const fs::path kBuild = GRADER_BINARY_DIR;
-
-struct Entry {
-  std::string exercise;
-  std::string kind;  // accepted, wrong, hostile, solution, starter
-  fs::path file;
-  std::string name() const {
-    auto text = exercise + "_" + kind + "_" + file.stem().string();
-    std::replace_if(
-        text.begin(), text.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-    return text;
-  }
-};
-
-// Shown by GoogleTest instead of the bytes of an Entry.
-void PrintTo(const Entry& entry, std::ostream* out) { *out << entry.file.string(); }
+using namespace corpus;
 
 std::vector<Entry> corpus() {
   std::vector<Entry> entries;
@@ -80,81 +65,6 @@ std::vector<Entry> corpus() {
   return entries;
 }
 
-struct Graded {
-  int exit_code = -1;
-  nlohmann::json report;
-  std::string raw;
-};
-
-std::string quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-Graded run_grade(const Entry& entry, const std::vector<std::string>& extra) {
-  std::string command = quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) +
-                        " --build-dir " + quote(kBuild.string()) + " " + entry.exercise + " --submission " +
-                        quote(entry.file.string()) + " --format json";
-  for (const auto& arg : extra) command += " " + quote(arg);
-  Graded graded;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return graded;
-  std::array<char, 65536> buffer;
-  size_t got;
-  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) graded.raw.append(buffer.data(), got);
-  int status = pclose(pipe);
-  graded.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  graded.report = nlohmann::json::parse(graded.raw, nullptr, /*allow_exceptions=*/false);
-  return graded;
-}
-
-std::set<std::string> focus_points_with(const nlohmann::json& report, const std::string& status) {
-  std::set<std::string> ids;
-  for (const auto& point : report["focus_points"]) {
-    if (point["status"] == status) ids.insert(point["id"].get<std::string>());
-  }
-  return ids;
-}
-
-std::string describe(const Graded& graded) {
-  std::string text = "exit " + std::to_string(graded.exit_code) + "\n";
-  if (graded.report.is_discarded()) return text + graded.raw.substr(0, 4000);
-  text += "verdict: " + graded.report.value("verdict", "?") + " — " + graded.report.value("summary", "") + "\n";
-  for (const auto& check : graded.report["checks"]) {
-    if (check["status"] == "passed") continue;
-    text += "  " + check["status"].get<std::string>() + " " + check["id"].get<std::string>() + " [" +
-            check["focus_point"].get<std::string>() + "]: " + check["message"].get<std::string>() + "\n";
-    for (const auto& line : check["evidence"]) text += "      " + line.get<std::string>() + "\n";
-  }
-  auto compiler = graded.report.value("compiler_output", "");
-  if (!compiler.empty()) text += "compiler:\n" + compiler.substr(0, 3000);
-  return text;
-}
-
-// Whether this machine's sandbox isolates fully (`grade sandbox` exits 0).
-bool sandbox_isolates() {
-  static const bool isolates = [] {
-    std::string command = quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) +
-                          " --build-dir " + quote(kBuild.string()) + " sandbox >/dev/null 2>&1";
-    return std::system(command.c_str()) == 0;
-  }();
-  return isolates;
-}
-
-// Processes whose name (comm) is `name`.
-std::vector<int> processes_named(const std::string& name) {
-  std::vector<int> pids;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    auto pid = entry.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream comm(entry.path() / "comm");
-    std::string text;
-    if (std::getline(comm, text) && text == name) pids.push_back(std::stoi(pid));
-  }
-  return pids;
-}
-
 class Corpus : public ::testing::TestWithParam<Entry> {};
 
 TEST_P(Corpus, GradesAsLabelled) {
@@ -177,8 +87,7 @@ TEST_P(Corpus, GradesAsLabelled) {
     }
   }
   std::vector<std::string> extra;
-  // Hostile submissions may hang: a shorter limit keeps the suite quick.
-  if (entry.kind == "hostile") extra = {"--time-limit", "5"};
+  if (entry.kind == "hostile") extra = kHostileLimits;
   auto graded = run_grade(entry, extra);
   for (const auto& path : must_not_create) {
     EXPECT_FALSE(fs::exists(path)) << "the submission wrote " << path << " outside its scratch folder";
@@ -229,6 +138,15 @@ TEST_P(Corpus, GradesAsLabelled) {
       named |= check.value("mistake", "") == expect["mistake"].as<std::string>();
     EXPECT_TRUE(named) << "the diagnosis must name mistake '" << expect["mistake"].as<std::string>() << "'\n"
                        << describe(graded);
+  }
+  // Learner text is capped: a report stays small whatever the code printed or threw.
+  if (expect["max_report_bytes"]) {
+    EXPECT_LE(graded.raw.size(), expect["max_report_bytes"].as<size_t>()) << describe(graded).substr(0, 2000);
+  }
+  // The terminal report shows learner text with every control character escaped.
+  if (expect["text_report_clean"] && expect["text_report_clean"].as<bool>()) {
+    auto text = run_grade(entry, extra, "text");
+    EXPECT_EQ(first_unsafe_character(text.raw), "") << text.raw.substr(0, 3000);
   }
   // "<field>_contains": one string or a list, each of which the field must hold.
   for (const std::string field : {"compiler_output", "summary"}) {
@@ -302,12 +220,9 @@ TEST(Batch, ParallelGradesKeepTheirVerdicts) {
   auto dir = fs::temp_directory_path() / ("grader-batch-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path corpus = kRoot / "tests/submissions/exercise_sdpa";
-  std::map<std::string, std::string> want = {{"model.cpp", "passed"},
-                                             {"model_copy.cpp", "passed"},
-                                             {"no_scaling.cpp", "failed"},
-                                             {"infinite_loop.cpp", "timeout"},
-                                             {"huge_output.cpp", "output_limit"},
-                                             {"segfault.cpp", "runtime_error"}};
+  std::map<std::string, std::string> want = {
+      {"model.cpp", "passed"},          {"model_copy.cpp", "passed"},        {"no_scaling.cpp", "failed"},
+      {"infinite_loop.cpp", "timeout"}, {"huge_output.cpp", "output_limit"}, {"segfault.cpp", "runtime_error"}};
   // Two identical files compile at once into one cache entry; one is readable
   // by its owner only (the sandboxed compiler runs as another user).
   {
@@ -329,7 +244,9 @@ TEST(Batch, ParallelGradesKeepTheirVerdicts) {
   }
 
   Entry folder{"exercise_sdpa", "batch", dir};
-  auto graded = run_grade(folder, {"--jobs", "2", "--time-limit", "5"});
+  auto extra = kHostileLimits;
+  extra.insert(extra.end(), {"--jobs", "2"});
+  auto graded = run_grade(folder, extra);
   ASSERT_TRUE(graded.report.is_array()) << graded.raw.substr(0, 4000);
   EXPECT_EQ(graded.exit_code, 1);
   std::map<std::string, std::string> got;

@@ -156,12 +156,12 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
     // was evaded. Which, the grader cannot tell, so it does not assess this
     // (and a check not assessed blocks a pass).
     if (!run.threw() && run.response.tensors.count("output") &&
-        parse_op_counts(run.response.string_or("ops", "")).empty()) {
+        op_counts(run.response).empty()) {
       unrecorded = true;
     }
     // The runner's own probe found the recording switched off after the call.
     if (run.response.integer_or("recording_intact", 0) == 0) tampered = true;
-    for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
+    for (const auto& [op, count] : op_counts(run.response)) {
       for (const auto& pattern : exercise.forbidden_operators) {
         if (op.find(pattern) != std::string::npos) found.insert(op);
       }

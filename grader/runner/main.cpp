@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       response.strings["error"] = "an exception that is not a std::exception was thrown";
     }
     auto ops = recorder.stop();
-    response.strings["ops"] = grader::format_op_counts(ops);
+    grader::put_op_counts(response, ops);
     response.ints["recording_intact"] = recorder.intact() ? 1 : 0;
     responses.push_back(std::move(response));
   }

@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <mutex>
-#include <sstream>
 
 namespace grader {
 namespace {
@@ -46,19 +45,21 @@ std::map<std::string, long> OpRecorder::stop() {
 
 bool OpRecorder::intact() const { return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks(); }
 
-std::string format_op_counts(const std::map<std::string, long>& op_counts) {
-  std::ostringstream out;
-  for (const auto& [name, count] : op_counts) out << name << ' ' << count << '\n';
-  return out.str();
+namespace {
+const std::string kOpPrefix = "op:";
 }
 
-std::map<std::string, long> parse_op_counts(const std::string& text) {
-  std::map<std::string, long> parsed;
-  std::istringstream in(text);
-  std::string name;
-  long count = 0;
-  while (in >> name >> count) parsed[name] += count;
-  return parsed;
+void put_op_counts(wire::Record& response, const std::map<std::string, long>& op_counts) {
+  for (const auto& [name, count] : op_counts) response.ints[kOpPrefix + name.substr(0, kMaxOpName)] += count;
+}
+
+std::map<std::string, long> op_counts(const wire::Record& response) {
+  std::map<std::string, long> counts;
+  for (auto it = response.ints.lower_bound(kOpPrefix); it != response.ints.end(); ++it) {
+    if (it->first.compare(0, kOpPrefix.size(), kOpPrefix) != 0) break;
+    counts[it->first.substr(kOpPrefix.size())] = static_cast<long>(it->second);
+  }
+  return counts;
 }
 
 }  // namespace grader

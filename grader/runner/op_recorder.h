@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "wire.h"
+
 namespace grader {
 
 class OpRecorder {
@@ -22,8 +24,12 @@ class OpRecorder {
   bool intact() const;
 };
 
-// "name count" lines, the form the counts travel in.
-std::string format_op_counts(const std::map<std::string, long>& counts);
-std::map<std::string, long> parse_op_counts(const std::string& text);
+// The counts travel as integers of the case's response record, one per
+// operator under "op:<name>": length-prefixed like every wire field, so no name
+// (a learner can record any name, spaces and newlines included) can shift
+// another. Names longer than kMaxOpName are cut (the wire caps keys).
+constexpr size_t kMaxOpName = 200;
+void put_op_counts(wire::Record& response, const std::map<std::string, long>& counts);
+std::map<std::string, long> op_counts(const wire::Record& response);
 
 }  // namespace grader

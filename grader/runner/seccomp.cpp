@@ -2,9 +2,11 @@
 
 #ifdef GRADER_HAVE_SECCOMP
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 #endif
 
 namespace grader {
@@ -71,6 +73,39 @@ std::string install_seccomp_filter() {
   // it answers "not implemented" and the C library falls back to clone.
   failures += seccomp_rule_add(filter, kill, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)) != 0;
   failures += seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) != 0;
+
+  // Signals reach this process only: nothing of another grade (its compiler,
+  // its runner) or of the machine can be killed, with or without namespaces.
+  const auto self = static_cast<scmp_datum_t>(getpid());
+  failures += seccomp_rule_add(filter, kill, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_NE, self)) != 0;
+  failures += seccomp_rule_add(filter, kill, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_NE, self)) != 0;
+  failures += seccomp_rule_add(filter, kill, SCMP_SYS(rt_sigqueueinfo), 1, SCMP_A0(SCMP_CMP_NE, self)) != 0;
+  failures += seccomp_rule_add(filter, kill, SCMP_SYS(rt_tgsigqueueinfo), 1, SCMP_A0(SCMP_CMP_NE, self)) != 0;
+  for (const char* name : {"tkill", "pidfd_open", "pidfd_send_signal", "setpriority", "ioprio_set"}) deny(name);
+
+  // No file is created, changed or removed: the code being graded needs no
+  // file of its own, and so it can neither fill a disk, nor touch another
+  // grade's compiled code, nor leave anything behind, in any isolation mode.
+  // Refused with EACCES (a program that tries gets an error, not a kill).
+  const uint32_t refuse = SCMP_ACT_ERRNO(EACCES);
+  auto refuse_writes = [&](int call, unsigned flags_arg) {
+    for (scmp_datum_t bits :
+         {scmp_datum_t(O_WRONLY), scmp_datum_t(O_RDWR), scmp_datum_t(O_CREAT), scmp_datum_t(O_TRUNC)}) {
+      scmp_arg_cmp flags = {flags_arg, SCMP_CMP_MASKED_EQ, bits, bits};
+      failures += seccomp_rule_add_array(filter, refuse, call, 1, &flags) != 0;
+    }
+  };
+  refuse_writes(SCMP_SYS(open), 1);
+  refuse_writes(SCMP_SYS(openat), 2);
+  failures += seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0) != 0;  // flags in memory
+  for (const char* name :
+       {"creat",     "mkdir",    "mkdirat",   "mknod",       "mknodat",     "rmdir",   "unlink",    "unlinkat",
+        "rename",    "renameat", "renameat2", "link",        "linkat",      "symlink", "symlinkat", "truncate",
+        "chmod",     "fchmodat", "chown",     "lchown",      "fchownat",    "utime",   "utimes",    "utimensat",
+        "futimesat", "setxattr", "lsetxattr", "removexattr", "lremovexattr"}) {
+    int call = seccomp_syscall_resolve_name(name);
+    if (call != __NR_SCMP_ERROR) failures += seccomp_rule_add(filter, refuse, call, 0) != 0;
+  }
   if (failures) {
     seccomp_release(filter);
     return "cannot add the filter's rules";

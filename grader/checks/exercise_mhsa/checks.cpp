@@ -80,7 +80,7 @@ reference::MhsaVariant variant_for(const std::string& mistake, int64_t dim, int6
 
 int64_t matmul_like_ops(const CaseRun& run) {
   int64_t total = 0;
-  for (const auto& [op, count] : parse_op_counts(run.response.string_or("ops", ""))) {
+  for (const auto& [op, count] : op_counts(run.response)) {
     if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
         op == "aten::div") {
       total += count;

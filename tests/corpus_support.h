@@ -1,0 +1,148 @@
+// What the corpus, batch and stress tests share: grading a file with the real
+// command line and reading its JSON report.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace corpus {
+namespace fs = std::filesystem;
+
+inline const fs::path kRoot = GRADER_SOURCE_DIR;
+inline const fs::path kBuild = GRADER_BINARY_DIR;
+
+struct Entry {
+  std::string exercise;
+  std::string kind;  // accepted, wrong, hostile, solution, starter
+  fs::path file;
+  std::string name() const {
+    auto text = exercise + "_" + kind + "_" + file.stem().string();
+    std::replace_if(
+        text.begin(), text.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+    return text;
+  }
+};
+
+// Shown by GoogleTest instead of the bytes of an Entry.
+inline void PrintTo(const Entry& entry, std::ostream* out) { *out << entry.file.string(); }
+
+struct Graded {
+  int exit_code = -1;
+  nlohmann::json report;
+  std::string raw;
+};
+
+inline std::string quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Hostile submissions may hang or hoard memory: these limits keep the suite
+// quick (filling 1 GB takes seconds on some virtual machines).
+inline const std::vector<std::string> kHostileLimits = {"--time-limit", "5", "--memory-limit", "384"};
+
+// format "json" (the report is parsed) or "text" (raw only).
+inline Graded run_grade(const Entry& entry, const std::vector<std::string>& extra, const std::string& format = "json") {
+  std::string command = quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) +
+                        " --build-dir " + quote(kBuild.string()) + " " + entry.exercise + " --submission " +
+                        quote(entry.file.string()) + " --format " + format + " --color never";
+  for (const auto& arg : extra) command += " " + quote(arg);
+  Graded graded;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return graded;
+  std::array<char, 65536> buffer;
+  size_t got;
+  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) graded.raw.append(buffer.data(), got);
+  int status = pclose(pipe);
+  graded.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (format == "json") graded.report = nlohmann::json::parse(graded.raw, nullptr, /*allow_exceptions=*/false);
+  return graded;
+}
+
+inline std::set<std::string> focus_points_with(const nlohmann::json& report, const std::string& status) {
+  std::set<std::string> ids;
+  for (const auto& point : report["focus_points"]) {
+    if (point["status"] == status) ids.insert(point["id"].get<std::string>());
+  }
+  return ids;
+}
+
+inline std::string describe(const Graded& graded) {
+  std::string text = "exit " + std::to_string(graded.exit_code) + "\n";
+  if (graded.report.is_discarded()) return text + graded.raw.substr(0, 4000);
+  text += "verdict: " + graded.report.value("verdict", "?") + " — " + graded.report.value("summary", "") + "\n";
+  for (const auto& check : graded.report["checks"]) {
+    if (check["status"] == "passed") continue;
+    text += "  " + check["status"].get<std::string>() + " " + check["id"].get<std::string>() + " [" +
+            check["focus_point"].get<std::string>() + "]: " + check["message"].get<std::string>() + "\n";
+    for (const auto& line : check["evidence"]) text += "      " + line.get<std::string>() + "\n";
+  }
+  auto compiler = graded.report.value("compiler_output", "");
+  if (!compiler.empty()) text += "compiler:\n" + compiler.substr(0, 3000);
+  return text;
+}
+
+// Whether this machine's sandbox isolates fully (`grade sandbox` exits 0).
+inline bool sandbox_isolates() {
+  static const bool isolates = [] {
+    std::string command = quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) +
+                          " --build-dir " + quote(kBuild.string()) + " sandbox >/dev/null 2>&1";
+    return std::system(command.c_str()) == 0;
+  }();
+  return isolates;
+}
+
+// Processes whose name (comm) is `name`.
+inline std::vector<int> processes_named(const std::string& name) {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    auto pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream comm(entry.path() / "comm");
+    std::string text;
+    if (std::getline(comm, text) && text == name) pids.push_back(std::stoi(pid));
+  }
+  return pids;
+}
+
+}  // namespace corpus
+
+namespace corpus {
+
+// Raw control characters, C1 controls, bidirectional controls and bytes that
+// are not UTF-8: what a terminal report must never print as is. Returns a
+// description of the first one found, or "".
+inline std::string first_unsafe_character(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t length = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return "a byte that is not UTF-8 at " + std::to_string(i);
+    uint32_t point = length == 1 ? c : c & (0x7f >> length);
+    for (size_t k = 1; k < length; ++k) {
+      auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return "a byte that is not UTF-8 at " + std::to_string(i);
+      point = (point << 6) | (next & 0x3f);
+    }
+    bool control = (point < 0x20 && point != '\n' && point != '\t') || (point >= 0x7f && point <= 0x9f);
+    bool bidi = point == 0x061c || point == 0x200e || point == 0x200f || (point >= 0x202a && point <= 0x202e) ||
+                (point >= 0x2066 && point <= 0x2069);
+    if (control || bidi) return "character U+" + std::to_string(point) + " at " + std::to_string(i);
+    i += length;
+  }
+  return "";
+}
+
+}  // namespace corpus

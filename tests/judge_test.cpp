@@ -1,0 +1,198 @@
+// The judge's own defences, unit by unit: terminal-safe learner text, capped
+// learner text, the symbol rules, reading submissions without links, cleanup
+// that depth cannot defeat, and the sandbox showing files the sandboxed user
+// could not reach by their path.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "compile.h"
+#include "errors.h"
+#include "exercise.h"
+#include "process.h"
+#include "report.h"
+#include "sandbox.h"
+
+namespace grader {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / (name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(LearnerText, ControlsBidiAndBadBytesAreEscaped) {
+  EXPECT_EQ(printable("ok\n\tline"), "ok\n\tline");
+  EXPECT_EQ(printable("\x1b[2J"), "\\x1b[2J");
+  EXPECT_EQ(printable("a\xc2\x9b"
+                      "31m"),
+            "a\\x9b31m");  // C1 CSI, UTF-8 encoded
+  EXPECT_EQ(printable("a\x9b"
+                      "31m"),
+            "a\\x9b31m");  // C1 CSI, a raw byte
+  EXPECT_EQ(printable("x\xe2\x80\xae"
+                      "cba"),
+            "x\\u202ecba");  // right-to-left override
+  EXPECT_EQ(printable("\xe2\x81\xa6"
+                      "y"),
+            "\\u2066y");                                    // left-to-right isolate
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate is not UTF-8
+  EXPECT_EQ(printable("\xc3"), "\\xc3");                    // cut sequence
+  EXPECT_EQ(printable("attention \xce\xb1 \xe2\x88\x9a"), "attention \xce\xb1 \xe2\x88\x9a");  // kept
+}
+
+TEST(LearnerText, CappedAtACharacterBoundaryWithANote) {
+  EXPECT_EQ(capped("short", 10), "short");
+  std::string text(5000, 'a');
+  auto cut = capped(text, 100);
+  EXPECT_EQ(cut.substr(0, 100), std::string(100, 'a'));
+  EXPECT_NE(cut.find("4900 more bytes cut"), std::string::npos);
+  auto accents = capped("\xc3\xa9\xc3\xa9\xc3\xa9", 3);  // é é é: never half a character
+  EXPECT_EQ(accents.substr(0, 2), "\xc3\xa9");
+  EXPECT_EQ(accents[2], ' ');
+  EXPECT_NE(capped("x", 10, /*already_cut=*/true).find("cut off"), std::string::npos);
+}
+
+Exercise sdpa() { return load_exercise(fs::path(std::getenv("GRADER_ROOT")) / "exercises" / "exercise_sdpa"); }
+
+TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
+  auto found = [](const std::string& nm) { return forbidden_symbols_in(nm, sdpa()); };
+  // An honest submission: its own function (whose name echoes the exercise) and basic operators.
+  EXPECT_TRUE(
+      found("0000000000000000 T _Z28scaled_dot_product_attentionRKN2at6TensorES2_S2_S2_\n"
+            "                 U _ZN2at4_ops6matmul4callERKNS_6TensorES4_\n"
+            "                 U _ZN2at4_ops8softmax_int4callERKNS_6TensorElN3c108optionalINS5_10ScalarTypeEEE\n")
+          .empty());
+  auto one = [&](const std::string& nm, const std::string& expected) {
+    auto list = found(nm);
+    ASSERT_FALSE(list.empty()) << nm;
+    std::string all;
+    for (const auto& item : list) all += item + "\n";
+    EXPECT_NE(all.find(expected), std::string::npos) << all;
+  };
+  one("                 U _ZN2at4_ops29_scaled_dot_product_attention4callERKNS_6TensorE\n", "scaled_dot_product");
+  one("                 U _ZN2at6native31_scaled_dot_product_attention_mathERKNS_6TensorE\n", "at::native");
+  one("                 U dlsym@GLIBC_2.34\n", "looks functions up");
+  one("                 U _ZN2at20enableRecordFunctionEb\n", "recording");
+  one("                 U _ZN2at24get_record_function_tls_Ev\n", "operator-recording state");
+  one("                 U _ZN2at4_ops6matmul10redispatchEN3c1014DispatchKeySetERKNS_6TensorES7_\n", "re-dispatches");
+  // An inline built-in compiled in (a weak definition) is found by the exercise's list.
+  one("0000000000000000 W _ZN5torch2nn10functional6detail28multi_head_attention_forwardERKN2at6TensorE\n",
+      "multi_head_attention_forward");
+  // A learner's own helper whose name merely contains "dlsym" or "_dl_" is not a lookup.
+  EXPECT_TRUE(found("0000000000000000 T _Z12my_dlsym_fooi\n0000000000000000 T _Z9model_dl_v\n").empty());
+}
+
+TEST(Submissions, LinksFifosAndHugeFilesAreRefused) {
+  auto dir = fresh_dir("grader-read-test");
+  std::ofstream(dir / "secret.cpp") << "SECRET";
+  fs::permissions(dir / "secret.cpp", fs::perms::owner_read | fs::perms::owner_write);
+  fs::create_symlink(dir / "secret.cpp", dir / "link.cpp");
+  EXPECT_EQ(read_submission(dir / "secret.cpp"), "SECRET");
+  try {
+    read_submission(dir / "link.cpp");
+    ADD_FAILURE() << "a link was followed";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("symbolic link"), std::string::npos) << error.what();
+    EXPECT_EQ(std::string(error.what()).find("SECRET"), std::string::npos);
+  }
+  ASSERT_EQ(mkfifo((dir / "fifo.cpp").c_str(), 0600), 0);
+  EXPECT_THROW(read_submission(dir / "fifo.cpp"), UsageError);  // refused at once, not waited on
+  std::ofstream(dir / "big.cpp") << std::string(kMaxSubmissionBytes + 1, ' ');
+  EXPECT_THROW(read_submission(dir / "big.cpp"), UsageError);
+  EXPECT_THROW(read_submission(dir / "missing.cpp"), UsageError);
+  fs::remove_all(dir);
+}
+
+TEST(Cleanup, DeeperThanTheDescriptorLimitAndLongerThanAPath) {
+  auto dir = fresh_dir("grader-remove-test");
+  // 3000 levels of 20 characters: 60 000 characters of path, past PATH_MAX.
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  const std::string name(20, 'd');
+  for (int level = 0; level < 3000; ++level) {
+    ASSERT_EQ(mkdirat(fd, name.c_str(), level % 7 == 0 ? 0000 : 0700), 0) << level;
+    int next = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    if (next < 0) {  // not root: a folder of mode 0 cannot be entered; make it enterable
+      fchmodat(fd, name.c_str(), 0700, 0);
+      next = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    }
+    ASSERT_GE(next, 0) << level;
+    int file = openat(next, "f", O_WRONLY | O_CREAT, 0000);
+    if (file >= 0) close(file);
+    close(fd);
+    fd = next;
+  }
+  close(fd);
+  rlimit old{}, few{};
+  getrlimit(RLIMIT_NOFILE, &old);
+  few = old;
+  few.rlim_cur = 64;  // far fewer descriptors than levels
+  setrlimit(RLIMIT_NOFILE, &few);
+  bool removed = remove_tree(dir);
+  setrlimit(RLIMIT_NOFILE, &old);
+  EXPECT_TRUE(removed);
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+// The first-run defect: a checkout in a folder only its owner may enter (root's
+// home, mktemp -d). The sandboxed user must still see the files it is shown.
+TEST(Sandbox, ShowsFilesInAFolderTheSandboxedUserCannotEnter) {
+  auto status = detect_sandbox(SandboxMode::automatic, /*seccomp_built=*/false);
+  if (!status.namespaces) GTEST_SKIP() << "bwrap cannot create namespaces here; NOT counted as passed";
+  auto dir = fresh_dir("grader-private-test");
+  fs::permissions(dir, fs::perms::owner_all);  // 0700, as /root and mktemp -d
+  fs::create_directories(dir / "inner");
+  std::ofstream(dir / "inner" / "shown.txt") << "visible";
+  fs::permissions(dir / "inner" / "shown.txt",
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  std::ofstream(dir / "inner" / "hidden.txt") << "hidden";
+  auto scratch = scratch_base() / ("judge-test-" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  if (status.drop_to_nobody) ASSERT_EQ(chown(scratch.c_str(), kNobody, kNobody), 0);
+  Confinement view;
+  view.read_only = {(dir / "inner" / "shown.txt").string()};
+  view.writable = view.work_dir = scratch.string();
+  ChildSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "cat " + (dir / "inner" / "shown.txt").string() + "; cat " + (dir / "inner" / "hidden.txt").string() +
+                   " 2>/dev/null || echo ' no hidden'; touch made && echo ' wrote'"};
+  sandbox_child(status, view, spec);
+  auto outcome = run_child(spec);
+  EXPECT_EQ(outcome.stdout_text, "visible no hidden\n wrote\n") << outcome.stderr_text;
+  EXPECT_TRUE(fs::exists(scratch / "made"));
+  EXPECT_TRUE(remove_tree(scratch));
+  fs::remove_all(dir);
+}
+
+TEST(Sandbox, UnreadableShownFileIsTheGradersFaultWithTheFix) {
+  auto status = detect_sandbox(SandboxMode::automatic, /*seccomp_built=*/false);
+  if (!status.drop_to_nobody) GTEST_SKIP() << "needs root (the sandboxed steps run as nobody); NOT counted as passed";
+  auto dir = fresh_dir("grader-unreadable-test");
+  std::ofstream(dir / "private.h") << "//";
+  fs::permissions(dir / "private.h", fs::perms::owner_read | fs::perms::owner_write);
+  Confinement view;
+  view.read_only = {(dir / "private.h").string()};
+  ChildSpec spec;
+  spec.argv = {"/bin/true"};
+  try {
+    sandbox_child(status, view, spec);
+    ADD_FAILURE() << "an unreadable file was shown";
+  } catch (const GraderFault& fault) {
+    std::string message = fault.what();
+    EXPECT_NE(message.find((dir / "private.h").string()), std::string::npos) << message;
+    EXPECT_NE(message.find("chmod o+rX"), std::string::npos) << message;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace grader
