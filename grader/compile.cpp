@@ -486,6 +486,17 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   }
 
   if (toolchain.nm.empty()) throw GraderFault("the toolchain names no nm: rebuild the grader");
+  // nm reads an object with LTO sections through its plugin, from those
+  // sections alone: a submission could list what it likes there and hide its
+  // real symbols (or make nm abort). The compiler never emits them here.
+  auto object_bytes = read_file(object);
+  if (object_bytes.find(".gnu.lto_") != std::string::npos || object_bytes.find("__gnu_lto") != std::string::npos) {
+    result.diagnostics = shown_as + ": the compiled code holds link-time-optimisation sections (.gnu.lto_*), "
+                                    "which would hide its symbols from the grader; remove the inline assembly or "
+                                    "section attributes that make them.\n";
+    result.seconds = elapsed();
+    return result;
+  }
   // Mangled names (no -C: demangling can be made to explode) hold the
   // identifiers verbatim. Symbol tables of LibTorch code are long.
   auto symbols = step.run({toolchain.nm, object.string()}, 64 * 1024 * 1024);

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -115,6 +116,18 @@ GradeReport grade(const GradeOptions& options) {
   report.compile_cached = compiled.cached;
   if (!compiled.ok) {
     report.compiler_output = compiled.diagnostics;
+    // grader/prelude.h poisons the names of inline built-ins: naming one (to
+    // call it, or to rename it with a macro) is using it.
+    if (compiled.diagnostics.find("poisoned identifier") != std::string::npos &&
+        std::any_of(exercise.checks.begin(), exercise.checks.end(),
+                    [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
+      report.checks = {ResultBuilder(exercise).fail(
+          "no_builtins", "your code names a LibTorch built-in that does the exercise for you",
+          {first_line(compiled.diagnostics)})};
+      return finish(Verdict::forbidden,
+                    "Your code names a built-in that does the exercise for you (the compiler calls it a poisoned "
+                    "identifier, above); build it from basic operations (matmul, softmax, masked_fill, ...).");
+    }
     return finish(Verdict::compile_error, "Your code does not compile; the compiler's messages are above.");
   }
 
@@ -167,8 +180,8 @@ GradeReport grade(const GradeOptions& options) {
   }
   if (sandbox.seccomp && outcome.term_signal == SIGSYS) {
     return finish(Verdict::forbidden,
-                  "Your code made a system call the sandbox forbids (starting programs or processes, network, "
-                  "debugging other processes, namespaces); the exercise needs none of them.");
+                  "Your code made a system call the sandbox forbids (starting programs or processes, signalling "
+                  "other processes, network, debugging other processes, namespaces); the exercise needs none of them.");
   }
   if (outcome.process_cap_hit) {
     return finish(Verdict::runtime_error, "Your code tried to start more than " + std::to_string(run_limits.processes) +
@@ -229,7 +242,7 @@ GradeReport grade(const GradeOptions& options) {
   for (const auto& check : report.checks) {
     if (check.id == "no_builtins" && check.status == CheckStatus::failed) {
       auto verdict = finish(Verdict::forbidden, "");
-      verdict.summary = "Your code calls a built-in that does the exercise for you: " + check.message;
+      verdict.summary = "Forbidden: " + check.message;
       return verdict;
     }
   }

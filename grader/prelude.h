@@ -9,3 +9,7 @@
 
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/modules/activation.h>
+
+// Any later mention of their names, in a #define too, is an error the grader
+// reports as the forbidden built-in it is.
+#pragma GCC poison multi_head_attention_forward

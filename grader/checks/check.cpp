@@ -155,8 +155,7 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
     // (returning an input, say: the numerics checks fail it) or the recording
     // was evaded. Which, the grader cannot tell, so it does not assess this
     // (and a check not assessed blocks a pass).
-    if (!run.threw() && run.response.tensors.count("output") &&
-        op_counts(run.response).empty()) {
+    if (!run.threw() && run.response.tensors.count("output") && op_counts(run.response).empty()) {
       unrecorded = true;
     }
     // The runner's own probe found the recording switched off after the call.
@@ -174,11 +173,16 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   }
   if (!found.empty()) {
     std::vector<std::string> evidence(found.begin(), found.end());
-    return results.fail(
-        "no_builtins",
-        "your code uses a built-in that implements the exercise for you; build it from basic operations "
-        "(matmul, softmax, masked_fill, ...)",
-        evidence);
+    // The symbol check's judge rules say what the code does ("...: your code
+    // calls an operator's implementation directly"): say that, not "a built-in".
+    bool hides = std::any_of(evidence.begin(), evidence.end(),
+                             [](const std::string& item) { return item.find(": your code ") != std::string::npos; });
+    return results.fail("no_builtins",
+                        hides ? "your code reaches past what the grader can see run (the evidence says how); "
+                                "build the exercise from basic operations (matmul, softmax, masked_fill, ...)"
+                              : "your code uses a built-in that implements the exercise for you; build it from basic "
+                                "operations (matmul, softmax, masked_fill, ...)",
+                        evidence);
   }
   if (!any_completed) return results.skip("no_builtins", "not assessed: none of your code ran to completion");
   if (unrecorded) {
