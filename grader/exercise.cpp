@@ -109,7 +109,9 @@ Exercise load_exercise(const fs::path& dir) {
   return parse_exercise(text.str(), dir);
 }
 
-Exercise parse_exercise(const std::string& text, const fs::path& dir) {
+namespace {
+
+Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
   auto file = dir / "exercise.yaml";
   Reader read(file);
   YAML::Node root;
@@ -208,6 +210,18 @@ Exercise parse_exercise(const std::string& text, const fs::path& dir) {
     }
   }
   return exercise;
+}
+
+}  // namespace
+
+Exercise parse_exercise(const std::string& text, const fs::path& dir) {
+  // yaml-cpp throws for a node of the wrong kind anywhere (a scalar where a
+  // mapping belongs, found by fuzzing): every one is a malformed file.
+  try {
+    return parse_exercise_yaml(text, dir);
+  } catch (const YAML::Exception& error) {
+    throw ConfigError((dir / "exercise.yaml").string() + ": malformed: " + error.what());
+  }
 }
 
 std::vector<std::string> list_exercises(const fs::path& exercises_root) {

@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "exercise.h"
 #include "grade.h"
+#include "process.h"
 #include "report.h"
 #include "toolchain.h"
 
@@ -118,6 +119,7 @@ std::string batch_table(const std::vector<BatchItem>& items) {
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a child that closes its pipe early must not kill the grader
   prctl(PR_SET_DUMPABLE, 0);      // learner code must not read or trace the grader's memory
+  grader::become_subreaper();     // what a child leaves behind is reaped here, not left as a zombie
   CLI::App app{
       "Grades a LibTorch implementation of a transformer building block.\n"
       "  grade EXERCISE                  grade the learner file in exercises/EXERCISE/\n"
@@ -207,6 +209,7 @@ int main(int argc, char** argv) {
       std::sort(options.hide.begin(), options.hide.end());
       options.hide.erase(std::unique(options.hide.begin(), options.hide.end()), options.hide.end());
       grade_batch(items, options, jobs);
+      grader::reap_orphans();  // no grade is running now: whatever is left can go
       int exit_code = 0;
       if (format == "json") {
         std::cout << "[\n";

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "errors.h"
 #include "sandbox.h"
@@ -111,7 +113,25 @@ void drain(int& fd, std::string& into, size_t cap, bool& truncated) {
   }
 }
 
+// The children run_child is waiting for, by pid: the orphan reaper leaves
+// them to their own thread. Held across fork, so a child that ends at once is
+// registered before the reaper can see it.
+std::mutex children_mutex;
+std::set<pid_t> active_children;
+
 }  // namespace
+
+void become_subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+void reap_orphans() {
+  std::lock_guard<std::mutex> lock(children_mutex);
+  while (true) {
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    if (active_children.count(info.si_pid)) return;  // its own thread reaps it; the rest wait for the next call
+    waitpid(info.si_pid, nullptr, WNOHANG);
+  }
+}
 
 std::string ChildOutcome::describe_end() const {
   if (!started) return "could not be started";
@@ -155,12 +175,15 @@ ChildOutcome run_child(const ChildSpec& spec) {
 
   auto start = Clock::now();
   const pid_t parent = getpid();
+  std::unique_lock<std::mutex> registering(children_mutex);
   pid_t pid = fork();
   if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) {
     exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, cgroup_procs,
                parent);
   }
+  active_children.insert(pid);
+  registering.unlock();
 
   // Also from this side, so the group exists before any kill below.
   setpgid(pid, pid);
@@ -244,6 +267,13 @@ ChildOutcome run_child(const ChildSpec& spec) {
     if (outcome.cpu_seconds > spec.limits.cpu_seconds) outcome.cpu_exceeded = outcome.timed_out = true;
   }
   for (int* fd : {&out.read, &err.read, &request.write, &result.read}) close_fd(*fd);
+  {
+    std::lock_guard<std::mutex> lock(children_mutex);
+    active_children.erase(pid);
+  }
+  // What it left behind (bwrap's process in its namespace, grandchildren) is
+  // the grader's now, and dead: the cgroup is empty, the group killed.
+  reap_orphans();
 
   outcome.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);

@@ -58,6 +58,12 @@ struct ChildSpec {
   bool signal_in_exit_code = false;  // argv[0] reports a child's death by signal N as exit status 128+N (bwrap)
 };
 
+// Makes this process the one that inherits what its children leave orphaned
+// (called once at the grader's start), and reaps those that have ended, never
+// a child some run_child is waiting for. run_child calls it after each child.
+void become_subreaper();
+void reap_orphans();
+
 // Never throws for anything the child does; throws GraderFault if the grader
 // cannot create pipes, a cgroup it was asked for, or fork.
 ChildOutcome run_child(const ChildSpec& spec);

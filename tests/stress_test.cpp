@@ -57,7 +57,11 @@ std::set<std::string> leftovers() {
     std::getline(std::ifstream(entry.path() / "comm"), comm);
     struct stat info {};
     bool nobody = stat(entry.path().c_str(), &info) == 0 && info.st_uid == 65534;
-    if (comm == "grader-runner" || comm == "bwrap" || nobody) found.insert("process " + pid + " (" + comm + ")");
+    if (comm == "grader-runner" || comm == "bwrap" || nobody) {
+      std::string state;
+      std::getline(std::ifstream(entry.path() / "stat"), state);
+      found.insert("process " + pid + " (" + comm + "): " + state.substr(0, 120));
+    }
   }
   return found;
 }
@@ -136,7 +140,9 @@ TEST(Stress, BatchVerdictsEqualLabelsAndNothingIsLeft) {
   for (const auto& item : leftovers()) {
     if (!before.count(item)) left.insert(item);
   }
-  EXPECT_TRUE(left.empty()) << left.size() << " thing(s) outlived the batch, the first: " << *left.begin();
+  std::string listed;
+  for (const auto& item : left) listed += "\n  " + item;
+  EXPECT_TRUE(left.empty()) << left.size() << " thing(s) outlived the batch:" << listed;
   fs::remove_all(dir);
 }
 
