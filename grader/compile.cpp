@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -187,6 +189,11 @@ void prune_cache(const fs::path& dir) {
   }
 }
 
+// What one compile step may write per file: a submission's object is a few MB,
+// and the step writes three files (object, dependencies, shared object), so a
+// grade's disk use stays bounded whatever the source asks the compiler for.
+constexpr size_t kCompileFileBytes = 128ull << 20;
+
 // The compiler, linker and nm run with the exercise's compile limits, in the
 // same sandbox as learner code: a source file can make a compiler hang or try
 // to include any file it can see.
@@ -202,7 +209,7 @@ struct Step {
     spec.working_dir = work_dir.string();
     spec.limits = child_limits(exercise.limits.compile);
     if (output_bytes) spec.limits.output_bytes = output_bytes;
-    spec.limits.file_size_bytes = 512ull * 1024 * 1024;
+    spec.limits.file_size_bytes = kCompileFileBytes;
     sandbox_child(sandbox, confinement, spec);
     return run_child(spec);
   }
@@ -333,7 +340,10 @@ std::optional<Symbol> parse_nm_line(const std::string& line) {
 }  // namespace
 
 std::vector<std::string> forbidden_symbols_in(const std::string& nm_output, const Exercise& exercise) {
-  std::set<std::string> found;
+  std::map<std::string, std::string> found;  // what it means -> the first symbol that showed it
+  auto note = [&found](const std::string& what, const std::string& symbol) {
+    found.emplace(what, symbol.size() > 100 ? symbol.substr(0, 100) + "..." : symbol);
+  };
   std::istringstream lines(nm_output);
   for (std::string line; std::getline(lines, line);) {
     auto symbol = parse_nm_line(line);
@@ -341,23 +351,25 @@ std::vector<std::string> forbidden_symbols_in(const std::string& nm_output, cons
     bool imported = symbol->type == 'U' || symbol->type == 'w' || symbol->type == 'v';
     for (const auto& rule : kJudgeRules) {
       if (rule.exact ? symbol->name == rule.pattern : symbol->name.find(rule.pattern) != std::string::npos) {
-        found.insert(std::string(rule.pattern) + ": your code " + rule.why);
+        note(std::string("your code ") + rule.why, symbol->name);
       }
     }
     // The exercise's built-ins, wherever they appear (inline ones are compiled in).
     for (const auto& pattern : exercise.forbidden_symbols) {
-      if (symbol->name.find(pattern) != std::string::npos) found.insert(pattern + " (compiled into your code)");
+      if (symbol->name.find(pattern) != std::string::npos) note(pattern + " is compiled into your code", symbol->name);
     }
     // A forbidden operator reached without the dispatcher's recording still
     // has to be linked: its name is among the imported symbols. (Defined
     // symbols are the learner's own, whose names may echo the exercise.)
     for (const auto& pattern : exercise.forbidden_operators) {
       if (imported && symbol->name.find(pattern) != std::string::npos) {
-        found.insert(pattern + " (called by your code)");
+        note("the forbidden operator " + pattern + " is called by your code", symbol->name);
       }
     }
   }
-  return {found.begin(), found.end()};
+  std::vector<std::string> findings;
+  for (const auto& [what, symbol] : found) findings.push_back(what + " (symbol " + symbol + ")");
+  return findings;
 }
 
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise, const Submission& submission,
@@ -434,6 +446,10 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                         std::to_string(compiled.exit_code) + ")");
     }
     if (!compiled.exited_cleanly()) {
+      std::error_code gone;
+      if (!fs::is_directory(work_dir, gone)) {
+        throw GraderFault("the scratch folder " + work_dir.string() + " disappeared during the compile");
+      }
       // The compiler refusing our precompiled header is not the learner's
       // doing. Its message can be imitated (#line, #error), so a suspicion is
       // settled by compiling an empty file against the same header.
@@ -449,9 +465,12 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                             " (rebuild the grader: ./grade does it)");
         }
       }
-      result.diagnostics = compiled.timed_out ? "the compiler ran past its time limit\n"
-                           : compiled.memory_exceeded
-                               ? "the compiler ran out of its memory limit\n"
+      result.diagnostics = compiled.timed_out         ? "the compiler ran past its time limit\n"
+                           : compiled.memory_exceeded ? "the compiler ran out of its memory limit\n"
+                           : compiled.term_signal == SIGXFSZ
+                               ? shown_as + ": the compiled code would be larger than " +
+                                     std::to_string(kCompileFileBytes >> 20) +
+                                     " MB; remove large initialised arrays or tables\n"
                                : trim_diagnostics(compiled.stderr_text, source.string(), shown_as);
       result.seconds = elapsed();
       return result;
@@ -491,9 +510,10 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   // real symbols (or make nm abort). The compiler never emits them here.
   auto object_bytes = read_file(object);
   if (object_bytes.find(".gnu.lto_") != std::string::npos || object_bytes.find("__gnu_lto") != std::string::npos) {
-    result.diagnostics = shown_as + ": the compiled code holds link-time-optimisation sections (.gnu.lto_*), "
-                                    "which would hide its symbols from the grader; remove the inline assembly or "
-                                    "section attributes that make them.\n";
+    result.diagnostics = shown_as +
+                         ": the compiled code holds link-time-optimisation sections (.gnu.lto_*), "
+                         "which would hide its symbols from the grader; remove the inline assembly or "
+                         "section attributes that make them.\n";
     result.seconds = elapsed();
     return result;
   }

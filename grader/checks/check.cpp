@@ -173,10 +173,10 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   }
   if (!found.empty()) {
     std::vector<std::string> evidence(found.begin(), found.end());
-    // The symbol check's judge rules say what the code does ("...: your code
-    // calls an operator's implementation directly"): say that, not "a built-in".
+    // The symbol check's judge rules say what the code does ("your code calls
+    // an operator's implementation directly ..."): say that, not "a built-in".
     bool hides = std::any_of(evidence.begin(), evidence.end(),
-                             [](const std::string& item) { return item.find(": your code ") != std::string::npos; });
+                             [](const std::string& item) { return item.rfind("your code ", 0) == 0; });
     return results.fail("no_builtins",
                         hides ? "your code reaches past what the grader can see run (the evidence says how); "
                                 "build the exercise from basic operations (matmul, softmax, masked_fill, ...)"
