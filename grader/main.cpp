@@ -164,7 +164,16 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     int code = app.exit(error);
-    return code == 0 ? 0 : grader::kExitUsage;
+    if (code == 0) return 0;
+    // A CI job that asked for JSON gets JSON, whichever option was wrong.
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--format=json" || (arg == "--format" && i + 1 < argc && std::string(argv[i + 1]) == "json")) {
+        std::cout << grader::render_json_error(options.exercise, "usage_error", error.what());
+        break;
+      }
+    }
+    return grader::kExitUsage;
   }
 
   try {
