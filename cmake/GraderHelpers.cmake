@@ -1,11 +1,22 @@
-# grader_add_exercise(<id> DRIVER <file> CHECKS <file>)
+# grader_add_exercise(<id>)
+#
+# By convention: exercises/<id>/exercise.yaml, grader/checks/<id>/driver.cpp
+# (child side) and grader/checks/<id>/checks.cpp (parent side, defining
+# grader::make_suite_<id>). The registry that maps ids to suites is generated
+# from the list (grader/CMakeLists.txt), so nothing is registered by hand.
 #
 # The child-side driver is compiled into an object file (position independent,
 # so it can join the learner's object in a shared library) against the
 # exercise's fixed interface; the parent-side checks join the grader library;
 # the interface header is precompiled for submissions (grader/CMakeLists.txt).
 function(grader_add_exercise id)
-  cmake_parse_arguments(ARG "" "DRIVER;CHECKS" "" ${ARGN})
+  set(ARG_DRIVER ${PROJECT_SOURCE_DIR}/grader/checks/${id}/driver.cpp)
+  set(ARG_CHECKS ${PROJECT_SOURCE_DIR}/grader/checks/${id}/checks.cpp)
+  foreach(file IN ITEMS ${ARG_DRIVER} ${ARG_CHECKS})
+    if(NOT EXISTS ${file})
+      message(FATAL_ERROR "exercise ${id}: ${file} is missing (every exercise has a driver.cpp and a checks.cpp)")
+    endif()
+  endforeach()
   set(driver driver_${id})
   add_library(${driver} OBJECT ${ARG_DRIVER})
   set_target_properties(${driver} PROPERTIES POSITION_INDEPENDENT_CODE ON)

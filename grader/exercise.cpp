@@ -95,6 +95,13 @@ const Mistake& Exercise::mistake(const std::string& wanted) const {
   throw GraderFault("exercise " + id + " declares no mistake '" + wanted + "'");
 }
 
+const CaseSpec& Exercise::case_spec(const std::string& wanted) const {
+  for (const auto& spec : cases) {
+    if (spec.id == wanted) return spec;
+  }
+  throw GraderFault("exercise " + id + " declares no case '" + wanted + "'");
+}
+
 const Tolerance& Exercise::tolerance(const std::string& dtype) const {
   auto found = tolerances.find(dtype);
   if (found == tolerances.end()) throw GraderFault("exercise " + id + " has no tolerance for " + dtype);
@@ -110,6 +117,105 @@ Exercise load_exercise(const fs::path& dir) {
 }
 
 namespace {
+
+std::vector<TensorSpec> tensor_specs(const Reader& read, const YAML::Node& node, const std::string& where) {
+  std::vector<TensorSpec> specs;
+  if (!node) return specs;
+  if (!node.IsMap()) read.fail("'" + where + "' must map names to shapes");
+  for (const auto& entry : node) {
+    TensorSpec spec;
+    spec.name = entry.first.as<std::string>();
+    auto shape = entry.second;
+    if (shape.IsMap()) {
+      if (shape["kind"]) spec.kind = read.text(shape, "kind");
+      if (spec.kind != "randn" && spec.kind != "attention_mask")
+        read.fail("'" + where + "." + spec.name + "': unknown kind '" + spec.kind + "' (randn, attention_mask)");
+      shape = shape["shape"];
+    }
+    if (!shape || !shape.IsSequence() || shape.size() == 0)
+      read.fail("'" + where + "." + spec.name + "' needs a shape: a list of dimensions");
+    for (const auto& dim : shape) {
+      if (!dim.IsScalar()) read.fail("'" + where + "." + spec.name + "': a dimension must be a name or a number");
+      spec.shape.push_back(dim.Scalar());
+    }
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+void parse_kit_sections(const Reader& read, const YAML::Node& root, Exercise& exercise,
+                        const std::set<std::string>& points) {
+  if (auto signature = root["signature"]) {
+    if (!signature.IsMap()) read.fail("'signature' must be a mapping");
+    if (auto ctor = signature["constructor"]) {
+      if (!ctor.IsMap()) read.fail("'signature.constructor' must map argument names to expressions");
+      for (const auto& entry : ctor) {
+        if (!entry.second.IsScalar()) read.fail("'signature.constructor' values must be expressions");
+        exercise.signature.constructor.emplace_back(entry.first.as<std::string>(), entry.second.Scalar());
+      }
+    }
+    exercise.signature.inputs = tensor_specs(read, signature["inputs"], "signature.inputs");
+    exercise.signature.outputs = tensor_specs(read, signature["outputs"], "signature.outputs");
+    exercise.signature.parameters = tensor_specs(read, signature["parameters"], "signature.parameters");
+    if (exercise.signature.outputs.empty()) read.fail("'signature.outputs' is missing");
+  }
+  std::set<std::string> case_ids;
+  if (auto cases = root["cases"]) {
+    if (!cases.IsSequence()) read.fail("'cases' must be a list");
+    for (const auto& node : cases) {
+      if (!node.IsMap()) read.fail("each of 'cases' must be a mapping");
+      CaseSpec spec{};
+      spec.id = read.text(node, "id");
+      if (!case_ids.insert(spec.id).second) read.fail("case '" + spec.id + "' is declared twice");
+      for (const auto& entry : node) {
+        auto key = entry.first.as<std::string>();
+        if (key == "id") continue;
+        if (!entry.second.IsScalar()) read.fail("case '" + spec.id + "': '" + key + "' must be a scalar");
+        int64_t number = 0;
+        if (YAML::convert<int64_t>::decode(entry.second, number)) {
+          if (number < 0) read.fail("case '" + spec.id + "': '" + key + "' must not be negative");
+          spec.dims[key] = number;
+        } else {
+          spec.traits[key] = entry.second.Scalar();
+        }
+      }
+      exercise.cases.push_back(spec);
+    }
+  }
+  if (auto features = root["features"]) {
+    if (!features.IsSequence()) read.fail("'features' must be a list");
+    for (const auto& node : features) {
+      FeatureSpec spec{read.text(node, "id"), read.text(node, "when"), read.text(node, "focus_point"),
+                       read.text(node, "says"), node["mistake"] ? read.text(node, "mistake") : ""};
+      if (!points.count(spec.focus_point)) read.fail("feature '" + spec.id + "' names an unknown focus point");
+      exercise.features.push_back(spec);
+    }
+  }
+  if (auto errors = root["errors"]) {
+    if (!errors.IsSequence()) read.fail("'errors' must be a list");
+    for (const auto& node : errors) {
+      ErrorRule rule{read.text(node, "contains"), read.text(node, "focus_point"), read.text(node, "says"),
+                     node["mistake"] ? read.text(node, "mistake") : ""};
+      if (!points.count(rule.focus_point)) read.fail("error rule '" + rule.contains + "' names an unknown focus point");
+      exercise.error_rules.push_back(rule);
+    }
+  }
+  std::set<std::string> mistakes;
+  for (const auto& mistake : exercise.mistakes) mistakes.insert(mistake.id);
+  for (const auto& feature : exercise.features) {
+    if (!feature.mistake.empty() && !mistakes.count(feature.mistake))
+      read.fail("feature '" + feature.id + "' names unknown mistake '" + feature.mistake + "'");
+  }
+  for (const auto& rule : exercise.error_rules) {
+    if (!rule.mistake.empty() && !mistakes.count(rule.mistake))
+      read.fail("error rule '" + rule.contains + "' names unknown mistake '" + rule.mistake + "'");
+  }
+  for (const auto& check : exercise.checks) {
+    for (const auto& id : check.cases) {
+      if (!case_ids.count(id)) read.fail("check '" + check.id + "' names unknown case '" + id + "'");
+    }
+  }
+}
 
 Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
   auto file = dir / "exercise.yaml";
@@ -192,8 +298,28 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
   };
   std::set<std::string> check_ids;
   for (const auto& node : read.list(root, "checks")) {
-    CheckSpec spec{read.text(node, "id"), read.text(node, "focus_point"), read.texts(node, "covers", false),
-                   read.text(node, "title")};
+    CheckSpec spec;
+    spec.id = read.text(node, "id");
+    spec.focus_point = read.text(node, "focus_point");
+    spec.covers = read.texts(node, "covers", false);
+    spec.title = read.text(node, "title");
+    spec.kind = node["kind"] ? read.text(node, "kind") : spec.id;
+    spec.cases = read.texts(node, "cases", false);
+    for (const auto& entry : node) {
+      auto key = entry.first.as<std::string>();
+      if (key == "id" || key == "focus_point" || key == "covers" || key == "title" || key == "kind" || key == "cases")
+        continue;
+      if (entry.second.IsScalar()) {
+        spec.options[key] = entry.second.Scalar();
+      } else if (entry.second.IsMap()) {
+        for (const auto& sub : entry.second) {
+          if (!sub.second.IsScalar()) read.fail("check '" + spec.id + "': '" + key + "' must hold scalars");
+          spec.options[key + "." + sub.first.as<std::string>()] = sub.second.Scalar();
+        }
+      } else {
+        read.fail("check '" + spec.id + "': '" + key + "' must be a scalar or a mapping");
+      }
+    }
     if (!check_ids.insert(spec.id).second) read.fail("check '" + spec.id + "' is declared twice");
     known_point(spec.focus_point, "check '" + spec.id + "'");
     for (const auto& covered : spec.covers) known_point(covered, "check '" + spec.id + "'");
@@ -209,6 +335,7 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
       exercise.mistakes.push_back(mistake);
     }
   }
+  parse_kit_sections(read, root, exercise, points);
   return exercise;
 }
 

@@ -19,6 +19,62 @@ struct CheckSpec {
   std::string focus_point;
   std::vector<std::string> covers;  // further focus points a pass vouches for
   std::string title;
+  std::string kind;                            // which kit check runs it (default: the id)
+  std::vector<std::string> cases;              // the cases it judges, by id (kit checks)
+  std::map<std::string, std::string> options;  // further scalars; a mapping's entries as "key.sub"
+  std::string option(const std::string& key, const std::string& fallback = "") const {
+    auto found = options.find(key);
+    return found == options.end() ? fallback : found->second;
+  }
+};
+
+// A tensor of the signature: its symbolic shape ("B", "Nq", "D", "D/H", "4*D")
+// and how the grader fills it: randn, or attention_mask (a mask whose layout
+// each case picks, see CaseSpec).
+struct TensorSpec {
+  std::string name;
+  std::vector<std::string> shape;
+  std::string kind = "randn";
+};
+
+// What the learner's module (or function) takes and returns, from `signature:`.
+struct Signature {
+  std::vector<std::pair<std::string, std::string>> constructor;  // argument -> expression ("D", "H", "0.1")
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::vector<TensorSpec> parameters;  // loaded into the module by name
+};
+
+// One planned configuration from `cases:`: integer entries are dimensions,
+// text entries are traits (dtype: float32|float64, mode: eval|train, mask:
+// none|padding|causal|per_head|heads_shared, mask_dtype: bool|int64).
+struct CaseSpec {
+  std::string id;
+  std::map<std::string, int64_t> dims;
+  std::map<std::string, std::string> traits;
+  std::string trait(const std::string& key, const std::string& fallback) const {
+    auto found = traits.find(key);
+    return found == traits.end() ? fallback : found->second;
+  }
+};
+
+// A property of cases ("Nq != Nk", "mask == none"): when the failing cases
+// are exactly those that have it, the failure is attributed to it.
+struct FeatureSpec {
+  std::string id;
+  std::string when;
+  std::string focus_point;
+  std::string says;
+  std::string mistake;  // a known mistake this names, if any
+};
+
+// An error message from learner code that names a concept ("view size is not
+// compatible" after a transpose is a missing contiguous()).
+struct ErrorRule {
+  std::string contains;
+  std::string focus_point;
+  std::string says;
+  std::string mistake;  // a known mistake this names, if any
 };
 
 struct Mistake {
@@ -61,7 +117,12 @@ struct Exercise {
   std::vector<FocusPoint> focus_points;
   std::vector<CheckSpec> checks;
   std::vector<Mistake> mistakes;
+  Signature signature;
+  std::vector<CaseSpec> cases;
+  std::vector<FeatureSpec> features;
+  std::vector<ErrorRule> error_rules;
 
+  const CaseSpec& case_spec(const std::string& id) const;
   const FocusPoint& focus_point(const std::string& id) const;
   const CheckSpec& check(const std::string& id) const;
   const Mistake& mistake(const std::string& id) const;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "errors.h"
 
@@ -187,8 +188,27 @@ std::string render_text(const GradeReport& report, bool color) {
     out += p.bold("Compiler output") + "\n" + indent(report.compiler_output, "  ") + "\n";
   }
 
+  size_t passed = std::count_if(report.checks.begin(), report.checks.end(),
+                                [](const auto& c) { return c.status == CheckStatus::passed; });
+  auto verdict = verdict_name(report.verdict);
+  // The verdict and the one thing to do first, before the details.
+  out += p.bold("Verdict: ") + (report.verdict == Verdict::passed ? p.green(verdict) : p.red(verdict));
+  if (!report.checks.empty()) out += fmt::format(" ({} of {} checks passed)", passed, report.checks.size());
+  out += "\n" + printable(report.summary) + "\n";
+  for (const auto& focus : report.focus_points) {
+    if (focus.status != FocusStatus::missed || focus.failed.empty()) continue;
+    const auto& check = report.checks[focus.failed.front()];
+    out += p.bold("Start with: ") + focus.point.title + ": " + printable(check.message) + "\n";
+    break;
+  }
+  out += "\n";
+
   if (!report.focus_points.empty() && !report.checks.empty()) {
     out += p.bold("Interview focus points") + "\n";
+    // Each failed check is shown once, under the focus point it counts
+    // against; a message already shown (one error everywhere, one mistake
+    // found by several checks) is not repeated.
+    std::set<std::string> shown;
     for (const auto& focus : report.focus_points) {
       std::string mark = focus.status == FocusStatus::met      ? p.green("  met      ")
                          : focus.status == FocusStatus::missed ? p.red("  MISSED   ")
@@ -198,15 +218,21 @@ std::string render_text(const GradeReport& report, bool color) {
       out += indent(focus.point.explanation, "      ");
       for (size_t index : focus.failed) {
         const auto& check = report.checks[index];
+        if (!shown.insert(check.message).second) {
+          out += "      " + p.red("✗ " + check.id) + ": " + p.dim("the same as above") + "\n";
+          continue;
+        }
         out += "      " + p.red("✗ " + check.id) + ": " + printable(check.message) + "\n";
         for (const auto& line : check.evidence) out += "          " + printable(line) + "\n";
       }
     }
     out += "\n" + p.bold("Checks") + "\n";
     for (const auto& check : report.checks) {
-      std::string mark = check.status == CheckStatus::passed   ? p.green("  ✓ ")
-                         : check.status == CheckStatus::failed ? p.red("  ✗ ")
-                                                               : p.yellow("  - ");
+      if (check.status == CheckStatus::failed) {
+        out += p.red("  ✗ ") + check.id + p.dim(" [" + check.focus_point + "] (above)") + "\n";
+        continue;
+      }
+      std::string mark = check.status == CheckStatus::passed ? p.green("  ✓ ") : p.yellow("  - ");
       out += mark + check.id + p.dim(" [" + check.focus_point + "]") + ": " + printable(check.message) + "\n";
     }
     out += "\n";
@@ -219,12 +245,6 @@ std::string render_text(const GradeReport& report, bool color) {
     out += "\n";
   }
 
-  size_t passed = std::count_if(report.checks.begin(), report.checks.end(),
-                                [](const auto& c) { return c.status == CheckStatus::passed; });
-  auto verdict = verdict_name(report.verdict);
-  out += p.bold("Verdict: ") + (report.verdict == Verdict::passed ? p.green(verdict) : p.red(verdict));
-  if (!report.checks.empty()) out += fmt::format(" ({} of {} checks passed)", passed, report.checks.size());
-  out += "\n" + printable(report.summary) + "\n";
   out += p.dim(fmt::format("compile {:.1f} s{}, run {:.1f} s, total {:.1f} s", report.compile_seconds,
                            report.compile_cached ? " (unchanged, cached)" : "", report.run_seconds,
                            report.total_seconds)) +

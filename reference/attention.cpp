@@ -26,10 +26,6 @@ at::Tensor apply_mask_to_scores(const at::Tensor& scores, const at::Tensor& mask
   return scores;
 }
 
-at::Tensor linear(const at::Tensor& x, const Parameters& parameters, const std::string& name) {
-  return at::linear(x, parameters.at(name + ".weight"), parameters.at(name + ".bias"));
-}
-
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> scaled_dot_product_attention(const at::Tensor& query, const at::Tensor& key,
@@ -46,48 +42,6 @@ std::tuple<at::Tensor, at::Tensor> scaled_dot_product_attention(const at::Tensor
   auto output = at::matmul(weights, value);
   if (variant.weights_before_softmax) weights = scores;
   return {output, weights};
-}
-
-MhsaResult multi_head_self_attention(const at::Tensor& x, const Parameters& parameters, int64_t num_heads,
-                                     const MhsaVariant& variant) {
-  TORCH_CHECK(x.dim() == 3, "reference MHSA expects (B, N, D), got ", x.sizes());
-  const auto batch = x.size(0), tokens = x.size(1), dim = x.size(2);
-  TORCH_CHECK(num_heads > 0 && dim % num_heads == 0, "dim ", dim, " is not divisible by num_heads ", num_heads);
-  const auto head_dim = dim / num_heads;
-
-  auto split = [&](const at::Tensor& t) {
-    switch (variant.split) {
-      case HeadSplit::transpose:
-        return t.reshape({batch, tokens, num_heads, head_dim}).transpose(1, 2);
-      case HeadSplit::no_transpose:
-        return t.reshape({batch, num_heads, tokens, head_dim});
-      case HeadSplit::interleaved:
-        return t.reshape({batch, tokens, head_dim, num_heads}).permute({0, 3, 1, 2});
-    }
-    return t;
-  };
-  auto merge = [&](const at::Tensor& t) {
-    if (!variant.merge_transposes) return t.reshape({batch, tokens, dim});
-    if (variant.split == HeadSplit::interleaved) return t.permute({0, 2, 3, 1}).reshape({batch, tokens, dim});
-    return t.transpose(1, 2).reshape({batch, tokens, dim});
-  };
-
-  auto q = split(linear(x, parameters, "q_proj"));
-  auto k = split(linear(x, parameters, variant.key_uses_query_projection ? "q_proj" : "k_proj"));
-  auto v = split(variant.value_projection ? linear(x, parameters, "v_proj") : x);
-
-  auto attention = variant.attention;
-  if (!attention.scale) attention.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  auto [heads, weights] = scaled_dot_product_attention(q, k, v, {}, attention);
-  auto merged = merge(heads);
-  auto output = variant.output_projection ? linear(merged, parameters, "out_proj") : merged;
-  return {output, weights};
-}
-
-const std::vector<std::string>& mhsa_parameter_names() {
-  static const std::vector<std::string> names = {"q_proj.weight", "q_proj.bias", "k_proj.weight",   "k_proj.bias",
-                                                 "v_proj.weight", "v_proj.bias", "out_proj.weight", "out_proj.bias"};
-  return names;
 }
 
 }  // namespace reference

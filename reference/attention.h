@@ -1,4 +1,5 @@
-// The grader's trusted implementations of the exercises.
+// The grader's trusted scaled dot-product attention, the building block the
+// larger references (multi_head_attention.h, ...) compose.
 //
 // Every function takes tensors of any floating dtype (the grader runs them in
 // float64) and is tested in tests/reference_test.cpp against LibTorch's own
@@ -40,36 +41,5 @@ struct SdpaVariant {
 std::tuple<at::Tensor, at::Tensor> scaled_dot_product_attention(const at::Tensor& query, const at::Tensor& key,
                                                                 const at::Tensor& value, const at::Tensor& mask = {},
                                                                 const SdpaVariant& variant = {});
-
-enum class HeadSplit {
-  transpose,     // correct: (B, N, H, hd) then transpose to (B, H, N, hd)
-  no_transpose,  // reshaped straight to (B, H, N, hd)
-  interleaved,   // (B, N, hd, H) permuted to (B, H, N, hd)
-};
-
-struct MhsaVariant {
-  SdpaVariant attention;  // scale default: 1/sqrt(head_dim)
-  HeadSplit split = HeadSplit::transpose;
-  bool merge_transposes = true;  // false: (B, H, N, hd) reshaped straight to (B, N, D)
-  bool output_projection = true;
-  bool key_uses_query_projection = false;
-  bool value_projection = true;
-};
-
-// Parameters by the names the learner's module registers: "q_proj.weight",
-// "q_proj.bias", ... for q_proj, k_proj, v_proj and out_proj.
-using Parameters = std::map<std::string, at::Tensor>;
-
-struct MhsaResult {
-  at::Tensor output;   // (B, N, D)
-  at::Tensor weights;  // (B, H, N, N), after the softmax
-};
-
-// Multi-head self-attention in eval mode (no dropout) over x (B, N, D).
-MhsaResult multi_head_self_attention(const at::Tensor& x, const Parameters& parameters, int64_t num_heads,
-                                     const MhsaVariant& variant = {});
-
-// The names of the parameters multi_head_self_attention reads.
-const std::vector<std::string>& mhsa_parameter_names();
 
 }  // namespace reference

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "attention.h"
+#include "multi_head_attention.h"
 
 namespace {
 

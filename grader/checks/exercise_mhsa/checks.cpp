@@ -1,7 +1,7 @@
 // Parent side of exercise_mhsa: plans the cases (fresh random inputs and
 // weights from the seed), computes what the reference expects, and judges the
 // learner's results.
-#include "checks/exercise_mhsa/checks.h"
+#include "checks/check.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -11,7 +11,7 @@
 #include <map>
 #include <sstream>
 
-#include "attention.h"
+#include "multi_head_attention.h"
 #include "runner/op_recorder.h"
 
 namespace grader {
@@ -495,6 +495,6 @@ class MhsaSuite : public Suite {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_mhsa_suite(const Exercise& exercise) { return std::make_unique<MhsaSuite>(exercise); }
+std::unique_ptr<Suite> make_suite_exercise_mhsa(const Exercise& exercise) { return std::make_unique<MhsaSuite>(exercise); }
 
 }  // namespace grader

@@ -1,6 +1,6 @@
 // Parent side of exercise_sdpa: plans the cases (fresh random inputs from the
 // seed), computes what the reference expects, and judges the learner's results.
-#include "checks/exercise_sdpa/checks.h"
+#include "checks/check.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -395,6 +395,6 @@ class SdpaSuite : public Suite {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_sdpa_suite(const Exercise& exercise) { return std::make_unique<SdpaSuite>(exercise); }
+std::unique_ptr<Suite> make_suite_exercise_sdpa(const Exercise& exercise) { return std::make_unique<SdpaSuite>(exercise); }
 
 }  // namespace grader

@@ -1,0 +1,1004 @@
+#include "checks/kit/kit.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "errors.h"
+#include "runner/op_recorder.h"
+
+namespace grader::kit {
+namespace {
+
+const std::set<std::string> kKinds = {"parameters",  "rejects",         "shapes",         "numerics",
+                                      "gradients",   "deterministic",   "masked_values",  "work_growth",
+                                      "no_builtins", "attention_scale", "attention_axis", "attention_mask"};
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+at::ScalarType dtype_of(const std::string& name) { return name == "float32" ? at::kFloat : at::kDouble; }
+
+// The mask of one case: undefined for "none"; else broadcastable to (B, H, Nq, Nk).
+at::Tensor make_mask(const CaseSpec& spec, const Dims& d, at::Generator& generator) {
+  const auto kind = spec.trait("mask", "none");
+  if (kind == "none") return {};
+  const int64_t B = d.at("B"), H = d.at("H"), Nq = d.at("Nq"), Nk = d.at("Nk");
+  at::Tensor mask;
+  if (kind == "padding") {
+    mask = at::ones({B, 1, 1, Nk}, at::kBool);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t keep = Nk > 1 ? std::max<int64_t>(1, Nk - 1 - b % (Nk - 1)) : 1;
+      mask[b].narrow(-1, keep, Nk - keep).fill_(false);
+    }
+  } else if (kind == "causal") {
+    mask = at::ones({Nq, Nk}, at::kBool).tril(std::max<int64_t>(0, Nk - Nq));
+  } else if (kind == "per_head" || kind == "heads_shared") {
+    mask = at::rand({B, kind == "per_head" ? H : 1, Nq, Nk}, generator) > 0.4;
+    mask.select(-1, 0).fill_(true);  // every query keeps at least one key
+  } else {
+    throw ConfigError("case '" + spec.id + "': unknown mask '" + kind +
+                      "' (none, padding, causal, per_head, heads_shared)");
+  }
+  if (spec.trait("mask_dtype", "bool") == "int64") mask = mask.to(at::kLong);
+  return mask;
+}
+
+std::string mask_text(const CaseSpec& spec) {
+  const auto kind = spec.trait("mask", "none");
+  const auto dtype = spec.trait("mask_dtype", "bool");
+  if (kind == "none") return "no mask";
+  if (kind == "padding") return "padding mask (B, 1, 1, Nk) " + dtype;
+  if (kind == "causal") return "causal mask (Nq, Nk) " + dtype;
+  if (kind == "per_head") return "per-head mask (B, H, Nq, Nk) " + dtype;
+  return "mask (B, 1, Nq, Nk) " + dtype;
+}
+
+std::vector<int64_t> shape_of(const TensorSpec& spec, const Dims& dims) {
+  std::vector<int64_t> shape;
+  for (const auto& dim : spec.shape) shape.push_back(evaluate_dim(dim, dims));
+  return shape;
+}
+
+// Equal within a relative 1e-4: measured values are float64 and exact enough.
+bool near(double a, double b) { return std::abs(a - b) <= 1e-4 * std::max(std::abs(a), std::abs(b)) + 1e-12; }
+
+std::string number(double value) { return fmt::format("{:.4f}", value); }
+
+// Evaluates "lhs op rhs" for a case: dims and traits by name, else literals.
+bool feature_holds(const std::string& when, const CaseSpec& spec) {
+  std::istringstream in(when);
+  std::string lhs, op, rhs;
+  in >> lhs >> op >> rhs;
+  auto value = [&](const std::string& token) -> std::string {
+    if (spec.dims.count(token)) return std::to_string(spec.dims.at(token));
+    if (spec.traits.count(token)) return spec.traits.at(token);
+    if (token == "mask") return "none";
+    if (token == "dtype") return "float64";
+    if (token == "mode") return "eval";
+    return token;
+  };
+  if (op == "==") return value(lhs) == value(rhs);
+  if (op == "!=") return value(lhs) != value(rhs);
+  throw ConfigError("feature condition '" + when + "': use 'a == b' or 'a != b'");
+}
+
+}  // namespace
+
+double evaluate(const std::string& expression, const Dims& dims) {
+  double value = 1;
+  char op = '*';
+  size_t at = 0;
+  while (at <= expression.size()) {
+    auto next = expression.find_first_of("*/", at);
+    auto token = expression.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    token.erase(0, token.find_first_not_of(' '));
+    token.erase(token.find_last_not_of(' ') + 1);
+    double operand = 0;
+    if (dims.count(token)) {
+      operand = static_cast<double>(dims.at(token));
+    } else {
+      try {
+        size_t used = 0;
+        operand = std::stod(token, &used);
+        if (used != token.size()) throw std::invalid_argument(token);
+      } catch (const std::exception&) {
+        throw ConfigError("cannot evaluate '" + expression + "': '" + token + "' is neither a dimension nor a number");
+      }
+    }
+    value = op == '*' ? value * operand : value / operand;
+    if (next == std::string::npos) break;
+    op = expression[next];
+    at = next + 1;
+  }
+  return value;
+}
+
+int64_t evaluate_dim(const std::string& expression, const Dims& dims) {
+  const double value = evaluate(expression, dims);
+  if (value != std::floor(value)) throw ConfigError("'" + expression + "' is not a whole number here");
+  return static_cast<int64_t>(value);
+}
+
+std::string repeat_case(const std::string& id) { return id + "~repeat"; }
+std::string masked_values_case(const std::string& id) { return id + "~masked_values"; }
+std::string probe_case(const std::string& which) { return "probe~" + which; }
+
+std::string name_scale(double value, const std::map<std::string, double>& quantities) {
+  std::vector<std::string> names;
+  std::string formula;
+  if (near(value, 1.0)) return number(value) + " (not scaled at all)";
+  for (const auto& [name, q] : quantities) {
+    const std::string n = fmt::format("{:g}", q);
+    const std::vector<std::pair<double, std::pair<std::string, std::string>>> forms = {
+        {q, {n, name}},
+        {1 / q, {"1/" + n, "1/" + name}},
+        {std::sqrt(q), {"sqrt(" + n + ")", "sqrt(" + name + ")"}},
+        {1 / std::sqrt(q), {"1/sqrt(" + n + ")", "1/sqrt(" + name + ")"}}};
+    for (const auto& [candidate, text] : forms) {
+      if (!near(value, candidate)) continue;
+      if (formula.empty()) formula = text.first;
+      names.push_back(text.second);
+      break;
+    }
+  }
+  if (!names.empty()) {
+    std::string joined;
+    for (size_t i = 0; i < names.size(); ++i) joined += (i ? " or " : "") + names[i];
+    return number(value) + " = " + formula + " = " + joined;
+  }
+  const double inverse_square = 1 / (value * value);
+  if (value > 0 && near(inverse_square, std::round(inverse_square)) && std::round(inverse_square) > 1) {
+    return number(value) + fmt::format(" = 1/sqrt({:g})", std::round(inverse_square));
+  }
+  return number(value);
+}
+
+Kit::Kit(const Exercise& exercise, Reference reference, std::vector<std::string> replayable)
+    : exercise_(exercise), results_(exercise), reference_(std::move(reference)), replayable_(std::move(replayable)) {
+  for (const auto& id : replayable_) exercise_.mistake(id);  // throws for an undeclared one
+}
+
+Kit& Kit::probe(AttentionProbe probe) {
+  probe_ = std::move(probe);
+  return *this;
+}
+
+Kit& Kit::custom(const std::string& kind, CheckFn fn) {
+  custom_[kind] = std::move(fn);
+  return *this;
+}
+
+Kit& Kit::extra_cases(std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)> add) {
+  extra_.push_back(std::move(add));
+  return *this;
+}
+
+bool Kit::has_mask_input() const {
+  for (const auto& input : exercise_.signature.inputs) {
+    if (input.kind == "attention_mask") return true;
+  }
+  return false;
+}
+
+wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int64_t seed) const {
+  const auto& sig = exercise_.signature;
+  const auto dtype = dtype_of(spec.trait("dtype", "float64"));
+  const auto options = at::TensorOptions().dtype(dtype);
+  wire::Record record;
+  record.strings["case"] = spec.id;
+  record.strings["kind"] = "forward";
+  record.strings["dtype"] = spec.trait("dtype", "float64");
+  record.ints["seed"] = seed;
+  record.ints["train"] = spec.trait("mode", "eval") == "train" ? 1 : 0;
+  std::string outputs, describe;
+  for (const auto& output : sig.outputs) outputs += output.name + "\n";
+  record.strings["outputs"] = outputs;
+  for (const auto& [name, value] : spec.dims) {
+    record.ints["dim." + name] = value;
+    describe += (describe.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  }
+  for (const auto& [name, expression] : sig.constructor) {
+    const double value = evaluate(expression, spec.dims);
+    if (value == std::floor(value)) {
+      record.ints["ctor." + name] = static_cast<int64_t>(value);
+    } else {
+      record.reals["ctor." + name] = value;
+    }
+  }
+  for (const auto& input : sig.inputs) {
+    if (input.kind == "attention_mask") {
+      auto mask = make_mask(spec, spec.dims, generator);
+      if (mask.defined()) record.tensors["input." + input.name] = mask;
+      continue;
+    }
+    record.tensors["input." + input.name] = at::randn(shape_of(input, spec.dims), generator, options);
+  }
+  for (const auto& param : sig.parameters) {
+    auto shape = shape_of(param, spec.dims);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(shape.back()));
+    record.tensors["param." + param.name] = at::empty(shape, options).uniform_(-bound, bound, generator);
+  }
+  describe += " " + record.strings["dtype"] + " " + spec.trait("mode", "eval");
+  for (const auto& [name, value] : spec.traits) {
+    if (name != "dtype" && name != "mode" && name != "mask" && name != "mask_dtype")
+      describe += " " + name + "=" + value;
+  }
+  if (has_mask_input()) describe += ", " + mask_text(spec);
+  record.strings["describe"] = describe;
+  return record;
+}
+
+std::vector<wire::Record> Kit::plan(uint64_t seed) {
+  for (const auto& check : exercise_.checks) {
+    if (!custom_.count(check.kind) && !kKinds.count(check.kind)) {
+      throw ConfigError((exercise_.dir / "exercise.yaml").string() + ": check '" + check.id + "' has kind '" +
+                        check.kind + "', which neither the kit nor grader/checks/" + exercise_.id + " implements");
+    }
+    if ((check.kind.rfind("attention_", 0) == 0) && !probe_) {
+      throw ConfigError("check '" + check.id + "' needs an attention probe, and the exercise defines none");
+    }
+  }
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  int64_t case_seed = static_cast<int64_t>(seed % 1000003);
+  std::set<std::string> want_grad, want_repeat, want_masked;
+  for (const auto& check : exercise_.checks) {
+    for (const auto& id : check.cases) {
+      if (check.kind == "gradients") want_grad.insert(id);
+      if (check.kind == "deterministic" || check.kind == "masked_values") want_repeat.insert(id);
+      if (check.kind == "masked_values") want_masked.insert(id);
+    }
+  }
+  std::vector<wire::Record> cases;
+  for (const auto& spec : exercise_.cases) {
+    auto record = make_case(spec, generator, case_seed++);
+    if (want_grad.count(spec.id)) {
+      const auto& output = exercise_.signature.outputs.front();
+      record.tensors["grad_output"] = at::randn(shape_of(output, spec.dims), generator, at::kDouble);
+      record.strings["describe"] += ", backward";
+    }
+    cases.push_back(record);
+    if (want_repeat.count(spec.id)) {
+      auto repeat = record;
+      repeat.strings["case"] = repeat_case(spec.id);
+      repeat.strings["describe"] += ", run again";
+      repeat.ints["seed"] = case_seed++;
+      cases.push_back(repeat);
+    }
+    if (want_masked.count(spec.id)) {
+      // Huge values behind the keys no query may attend to: nothing may move.
+      const auto* mask_input = &exercise_.signature.inputs.front();
+      for (const auto& input : exercise_.signature.inputs) {
+        if (input.kind == "attention_mask") mask_input = &input;
+      }
+      if (!record.has_tensor("input." + mask_input->name)) {
+        throw ConfigError("case '" + spec.id + "' is used by a masked_values check but has no mask");
+      }
+      const auto& mask = record.tensor("input." + mask_input->name);
+      const int64_t B = spec.dims.at("B"), H = spec.dims.at("H"), Nq = spec.dims.at("Nq"), Nk = spec.dims.at("Nk");
+      auto hidden = (mask == 0).expand({B, H, Nq, Nk}).all(1).all(1);  // (B, Nk): no query sees the key
+      auto twin = record;
+      twin.strings["case"] = masked_values_case(spec.id);
+      twin.strings["describe"] += ", values at fully masked keys replaced";
+      twin.ints["seed"] = case_seed++;
+      for (const auto& input : exercise_.signature.inputs) {
+        if (input.kind == "attention_mask") continue;
+        auto axis = std::find(input.shape.begin(), input.shape.end(), "Nk") - input.shape.begin();
+        if (axis == static_cast<long>(input.shape.size()) || input.shape.front() != "B") continue;
+        if (input.name != "value" && input.name != "key") continue;
+        auto& tensor = twin.tensors["input." + input.name];
+        auto noise = at::randn(tensor.sizes(), generator, tensor.scalar_type()) * 1000.0;
+        std::vector<int64_t> view(tensor.dim(), 1);
+        view[0] = B;
+        view[axis] = Nk;
+        tensor = at::where(hidden.reshape(view), noise, tensor);
+      }
+      cases.push_back(twin);
+    }
+  }
+  for (const auto& check : exercise_.checks) {
+    if (check.kind != "rejects") continue;
+    wire::Record record;
+    record.strings["case"] = "rejects~" + check.id;
+    record.strings["kind"] = "construct";
+    record.strings["outputs"] = exercise_.signature.outputs.front().name + "\n";
+    std::string describe;
+    for (const auto& [name, expression] : exercise_.signature.constructor) {
+      auto given = check.option("constructor." + name);
+      if (given.empty()) throw ConfigError("check '" + check.id + "' gives no constructor." + name);
+      const double value = evaluate(given, {});
+      if (value == std::floor(value)) {
+        record.ints["ctor." + name] = static_cast<int64_t>(value);
+      } else {
+        record.reals["ctor." + name] = value;
+      }
+      describe += (describe.empty() ? "" : ", ") + name + " = " + given;
+    }
+    record.strings["describe"] = "constructing with " + describe;
+    record.ints["seed"] = case_seed++;
+    cases.push_back(record);
+  }
+  if (probe_) {
+    const auto& d = probe_->dims;
+    const int64_t B = d.at("B"), Nq = d.at("Nq"), Nk = d.at("Nk");
+    // Query and key magnitudes with distinct score gaps.
+    auto a = (at::arange(Nq, at::kDouble) * 0.35 + 0.7).unsqueeze(0).repeat({B, 1}) +
+             at::arange(B, at::kDouble).unsqueeze(1) * 0.05;
+    auto b = (at::arange(Nk, at::kDouble) * (2.0 / std::max<int64_t>(1, Nk - 1)) - 1.0).unsqueeze(0).repeat({B, 1}) -
+             at::arange(B, at::kDouble).unsqueeze(1) * 0.1;
+    for (const std::string which : {"scale", "mask"}) {
+      if (which == "mask" && !has_mask_input()) continue;
+      CaseSpec spec{probe_case(which), d, {{"mask", which == "mask" ? "padding" : "none"}}};
+      auto record = make_case(spec, generator, case_seed++);
+      at::Tensor mask = which == "mask" ? make_mask(spec, d, generator) : at::Tensor();
+      probe_->design(record, a, b, mask);
+      record.tensors["probe.a"] = a;
+      record.tensors["probe.b"] = b;
+      if (mask.defined()) record.tensors["probe.mask"] = mask;
+      record.strings["describe"] += ", probe weights";
+      cases.push_back(record);
+    }
+  }
+  for (const auto& add : extra_) add(*this, cases, generator);
+  return cases;
+}
+
+std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
+  input_ = &input;
+  status_.clear();
+  findings_.reset();
+  std::vector<CheckResult> out;
+  for (const auto& spec : exercise_.checks) {
+    try {
+      auto result = run_kind(spec);
+      result.id = spec.id;
+      out.push_back(std::move(result));
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& error) {
+      throw GraderFault("the check '" + spec.id + "' of " + exercise_.id +
+                        " failed inside the grader: " + error.what());
+    }
+  }
+  return out;
+}
+
+CheckResult Kit::run_kind(const CheckSpec& spec) const {
+  auto found = custom_.find(spec.kind);
+  if (found != custom_.end()) return found->second(*this, spec);
+  const auto& k = spec.kind;
+  if (k == "parameters") return parameters(spec);
+  if (k == "rejects") return rejects(spec);
+  if (k == "shapes") return shapes(spec);
+  if (k == "numerics") return numerics(spec);
+  if (k == "gradients") return gradients(spec);
+  if (k == "deterministic") return deterministic(spec);
+  if (k == "masked_values") return masked_values(spec);
+  if (k == "work_growth") return work_growth(spec);
+  if (k == "attention_scale") return attention_scale(spec);
+  if (k == "attention_axis") return attention_axis(spec);
+  if (k == "attention_mask") return attention_mask(spec);
+  if (k == "no_builtins") {
+    auto result = check_no_builtins(results_, *input_);
+    result.id = spec.id;
+    return result;
+  }
+  throw GraderFault("check kind '" + k + "' has no implementation");
+}
+
+std::vector<std::string> Kit::cases_of(const CheckSpec& spec) const {
+  if (!spec.cases.empty()) return spec.cases;
+  std::vector<std::string> all;
+  for (const auto& c : exercise_.cases) all.push_back(c.id);
+  return all;
+}
+
+CaseData Kit::data_of(const CaseRun& run) const {
+  CaseData data;
+  for (const auto& [key, value] : run.request.ints) {
+    if (key.rfind("dim.", 0) == 0) data.dims[key.substr(4)] = value;
+  }
+  for (const auto& [key, tensor] : run.request.tensors) {
+    auto converted = tensor.is_floating_point() ? tensor.to(at::kDouble) : tensor;
+    if (key.rfind("input.", 0) == 0) data.inputs[key.substr(6)] = converted;
+    if (key.rfind("param.", 0) == 0) data.params[key.substr(6)] = converted;
+  }
+  data.train = run.request.integer_or("train", 0) != 0;
+  return data;
+}
+
+Tensors Kit::expected(const CaseRun& run, const std::string& mistake) const {
+  return reference_(data_of(run), mistake);
+}
+
+std::optional<std::string> Kit::not_runnable(const CaseRun& run) const {
+  if (run.threw()) return "your code threw an error on " + run.describe() + ": " + first_line(run.error());
+  if (run.response.strings.count("missing_parameters")) {
+    return "the grader could not load its weights into your module (see the check of registered parameters)";
+  }
+  return std::nullopt;
+}
+
+CaseStatus Kit::status(const std::string& case_id) const {
+  auto cached = status_.find(case_id);
+  if (cached != status_.end()) return cached->second;
+  const auto& run = input_->at(case_id);
+  CaseStatus status = CaseStatus::matches;
+  if (run.threw()) {
+    status = CaseStatus::threw;
+  } else if (not_runnable(run)) {
+    status = CaseStatus::unusable;
+  } else {
+    const auto dtype = run.request.string_or("dtype", "float64");
+    const auto& tolerance = exercise_.tolerance(dtype);
+    for (const auto& [name, want] : expected(run)) {
+      std::string why;
+      auto got = learner_tensor(run, name, why);
+      if (!got) {
+        status = CaseStatus::differs;
+        break;
+      }
+      if (compare(want, *got, tolerance).ok) continue;
+      if (dtype == "float64" && compare(want, *got, exercise_.tolerance("float32")).ok) {
+        status = CaseStatus::precision;
+        continue;
+      }
+      status = CaseStatus::differs;
+      break;
+    }
+  }
+  status_[case_id] = status;
+  return status;
+}
+
+std::optional<CheckResult> Kit::explain_error(const std::string& check, const CaseRun& run) const {
+  for (const auto& rule : exercise_.error_rules) {
+    if (run.error().find(rule.contains) == std::string::npos) continue;
+    CheckResult result =
+        rule.mistake.empty() ? results_.fail(check, rule.says) : results_.fail_with_mistake(check, rule.mistake, {});
+    if (!rule.mistake.empty()) result.message = rule.says;
+    result.focus_point = rule.focus_point;
+    result.evidence = {"your code threw on " + run.describe() + ": " + first_line(run.error())};
+    return result;
+  }
+  return std::nullopt;
+}
+
+std::string Kit::smallest_failing() const {
+  std::string best;
+  int64_t best_size = -1;
+  for (const auto& spec : exercise_.cases) {
+    auto s = status(spec.id);
+    if (s != CaseStatus::differs && s != CaseStatus::threw) continue;
+    int64_t size = 1;
+    for (const auto& [name, value] : spec.dims) size *= std::max<int64_t>(1, value);
+    if (best_size < 0 || size < best_size) {
+      best_size = size;
+      best = input_->at(spec.id).describe();
+    }
+  }
+  return best;
+}
+
+std::optional<CheckResult> Kit::attribute_to_feature(const std::string& check) const {
+  std::set<std::string> failing, all;
+  for (const auto& spec : exercise_.cases) {
+    auto s = status(spec.id);
+    if (s == CaseStatus::unusable) return std::nullopt;
+    all.insert(spec.id);
+    if (s == CaseStatus::differs || s == CaseStatus::threw) failing.insert(spec.id);
+  }
+  if (failing.empty() || failing == all) return std::nullopt;
+  for (const auto& feature : exercise_.features) {
+    std::set<std::string> having;
+    for (const auto& spec : exercise_.cases) {
+      if (feature_holds(feature.when, spec)) having.insert(spec.id);
+    }
+    if (having != failing) continue;
+    std::vector<std::string> evidence;
+    for (const auto& spec : exercise_.cases) {
+      const auto& run = input_->at(spec.id);
+      const bool fails = failing.count(spec.id) > 0;
+      evidence.push_back((fails ? "fails:  " : "passes: ") + run.describe() +
+                         (fails && run.threw() ? " (threw: " + first_line(run.error()) + ")" : ""));
+    }
+    auto result =
+        feature.mistake.empty() ? results_.fail(check, "") : results_.fail_with_mistake(check, feature.mistake, {});
+    result.message = "your code fails exactly when " + feature.when + ": " + feature.says;
+    result.focus_point = feature.focus_point;
+    result.evidence = evidence;
+    return result;
+  }
+  return std::nullopt;
+}
+
+const std::vector<CheckResult>& Kit::findings() const {
+  if (findings_) return *findings_;
+  findings_.emplace();
+  for (const auto& spec : exercise_.checks) {
+    if (spec.kind.rfind("attention_", 0) != 0) continue;
+    auto result = run_kind(spec);
+    if (result.status == CheckStatus::failed) findings_->push_back(result);
+  }
+  return *findings_;
+}
+
+CheckResult Kit::explain(const std::string& check, const std::string& case_id) const {
+  const auto& run = input_->at(case_id);
+  const auto s = status(case_id);
+  if (s == CaseStatus::threw) {
+    if (auto ruled = explain_error(check, run)) return *ruled;
+    if (auto featured = attribute_to_feature(check)) return *featured;
+    return results_.threw(check, run);
+  }
+  if (auto why = not_runnable(run)) return results_.fail(check, *why);
+
+  const auto dtype = run.request.string_or("dtype", "float64");
+  const auto& tolerance = exercise_.tolerance(dtype);
+  std::vector<std::string> evidence = {"input: " + run.describe()};
+  Tensors learner;
+  for (const auto& [name, want] : expected(run)) {
+    std::string why;
+    auto got = learner_tensor(run, name, why);
+    if (!got) return results_.fail(check, why + " (" + run.describe() + ")");
+    learner[name] = *got;
+    auto cmp = compare(want, *got, tolerance);
+    if (!cmp.ok) evidence.push_back(name + ": " + cmp.detail);
+  }
+  evidence.push_back(input_->replay_hint());
+  if (s == CaseStatus::precision) {
+    auto result = results_.fail(check,
+                                "your results have float32 precision in a float64 check (relative error about 1e-7 "
+                                "instead of 1e-15): is a tensor or a constant computed in float32?",
+                                evidence);
+    if (std::any_of(exercise_.focus_points.begin(), exercise_.focus_points.end(),
+                    [](const FocusPoint& p) { return p.id == "numerics"; })) {
+      result.focus_point = "numerics";
+    }
+    return result;
+  }
+  for (const auto& mistake : exercise_.mistakes) {
+    if (std::find(replayable_.begin(), replayable_.end(), mistake.id) == replayable_.end()) continue;
+    auto variant = expected(run, mistake.id);
+    if (variant.empty()) continue;
+    bool all_match = true;
+    for (const auto& [name, want] : variant) {
+      auto got = learner.find(name);
+      if (got == learner.end() || !compare(want, got->second, tolerance).ok) {
+        all_match = false;
+        break;
+      }
+    }
+    if (all_match) return results_.fail_with_mistake(check, mistake.id, evidence);
+  }
+  for (const auto& finding : findings()) {
+    auto result = results_.fail(check, "explained by a measurement (" + finding.id + "): " + finding.message, evidence);
+    result.focus_point = finding.focus_point;
+    for (const auto& line : finding.evidence) result.evidence.push_back(line);
+    return result;
+  }
+  if (auto featured = attribute_to_feature(check)) {
+    featured->evidence.insert(featured->evidence.begin(), evidence.begin(), evidence.end() - 1);
+    return *featured;
+  }
+  auto smallest = smallest_failing();
+  return results_.fail(check,
+                       "the results differ from the reference, and neither a known mistake nor the grader's "
+                       "measurements explain how; start from the smallest configuration that fails: " +
+                           (smallest.empty() ? run.describe() : smallest),
+                       evidence);
+}
+
+// ---- the kinds ----------------------------------------------------------
+
+CheckResult Kit::parameters(const CheckSpec& spec) const {
+  const auto& run = input_->at(cases_of(spec).front());
+  if (!run.response.ints.count("constructed")) return results_.threw(spec.id, run);
+  std::vector<std::string> evidence;
+  for (const auto& name : split_lines(run.response.string_or("missing_parameters", ""))) {
+    evidence.push_back("missing or wrongly shaped: " + name);
+  }
+  std::string names;
+  for (const auto& param : exercise_.signature.parameters) {
+    names += (names.empty() ? "" : ", ") + param.name + " " +
+             shape_string(shape_of(param, run.request.ints.empty() ? Dims{} : data_of(run).dims));
+  }
+  if (!evidence.empty()) {
+    for (const auto& line : split_lines(run.response.string_or("parameters", ""))) {
+      evidence.push_back("your module has: " + line);
+    }
+    return results_.fail(spec.id, "the grader loads weights by name and shape: register exactly " + names, evidence);
+  }
+  auto dropout = spec.option("dropout");
+  if (!dropout.empty()) {
+    bool found = false;
+    for (const auto& line : split_lines(run.response.string_or("dropouts", ""))) {
+      found |= line.rfind(dropout + " ", 0) == 0;
+    }
+    if (!found) return results_.fail(spec.id, "no Dropout submodule is registered under the name '" + dropout + "'");
+  }
+  return results_.pass(spec.id, "every parameter is registered under its name with its shape");
+}
+
+CheckResult Kit::rejects(const CheckSpec& spec) const {
+  const auto& run = input_->at("rejects~" + spec.id);
+  const auto& valid = input_->at(exercise_.cases.front().id);
+  if (!valid.response.ints.count("constructed")) {
+    return results_.skip(spec.id, "not assessed: your constructor throws for valid arguments too");
+  }
+  if (run.threw()) return results_.pass(spec.id, "refused with: " + first_line(run.error()));
+  return results_.fail(spec.id, spec.option("says", "these arguments must be refused with an error (TORCH_CHECK)"),
+                       {run.describe() + " was accepted"});
+}
+
+CheckResult Kit::shapes(const CheckSpec& spec) const {
+  std::vector<std::string> evidence;
+  for (const auto& id : cases_of(spec)) {
+    const auto& run = input_->at(id);
+    if (not_runnable(run)) return explain(spec.id, id);
+    const auto dims = data_of(run).dims;
+    for (const auto& output : exercise_.signature.outputs) {
+      std::string why;
+      auto tensor = learner_tensor(run, output.name, why);
+      if (!tensor) return results_.fail(spec.id, why + " (" + run.describe() + ")");
+      auto want = shape_of(output, dims);
+      if (tensor->sizes() != at::IntArrayRef(want)) {
+        evidence.push_back(run.describe() + ": " + output.name + " " + shape_string(tensor->sizes()) + ", expected " +
+                           shape_string(want));
+      }
+    }
+  }
+  if (!evidence.empty()) return results_.fail(spec.id, "an output has the wrong shape", evidence);
+  return results_.pass(spec.id, "the right shapes in every configuration");
+}
+
+CheckResult Kit::numerics(const CheckSpec& spec) const {
+  const auto ids = cases_of(spec);
+  for (const auto& id : ids) {
+    const auto& run = input_->at(id);
+    if (!not_runnable(run)) {
+      const auto dtype = run.request.string_or("dtype", "float64");
+      const std::string want = dtype == "float32" ? "Float" : "Double";
+      for (const auto& output : exercise_.signature.outputs) {
+        auto got = run.response.string_or(output.name + ".dtype", want);
+        if (got != want && got != "undefined") {
+          return results_.fail(spec.id,
+                               dtype + " inputs gave a " + output.name + " of dtype " + got +
+                                   ": keep the inputs' dtype (do not hard-code one)",
+                               {"input: " + run.describe()});
+        }
+      }
+    }
+    if (status(id) != CaseStatus::matches) return explain(spec.id, id);
+  }
+  return results_.pass(spec.id, "matches the reference in " + std::to_string(ids.size()) + " configuration" +
+                                    (ids.size() == 1 ? "" : "s"));
+}
+
+CheckResult Kit::gradients(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& run = input_->at(id);
+  if (not_runnable(run)) return explain(spec.id, id);
+  const auto s = status(id);
+  if (s != CaseStatus::matches && s != CaseStatus::precision) {
+    return results_.skip(spec.id, "not assessed: the forward results are wrong for this input (" + run.describe() +
+                                      "), so gradients cannot be compared");
+  }
+  auto data = data_of(run);
+  for (auto& [name, tensor] : data.inputs) {
+    if (tensor.is_floating_point()) tensor = tensor.clone().requires_grad_(true);
+  }
+  for (auto& [name, tensor] : data.params) tensor = tensor.clone().requires_grad_(true);
+  auto outputs = reference_(data, "");
+  outputs.at(exercise_.signature.outputs.front().name).backward(run.request.tensor("grad_output"));
+  std::vector<std::string> missing, differ, precise;
+  const auto& tight = exercise_.tolerance("float64");
+  const auto& loose = exercise_.tolerance("float32");
+  auto compare_grad = [&](const std::string& label, const std::string& field, const at::Tensor& want) {
+    std::string why;
+    auto got = learner_tensor(run, field, why);
+    if (!got) {
+      missing.push_back(label);
+      return;
+    }
+    auto cmp = compare(want, *got, tight);
+    if (cmp.ok) return;
+    (compare(want, *got, loose).ok ? precise : differ).push_back(label + ": " + cmp.detail);
+  };
+  for (const auto& [name, tensor] : data.inputs) {
+    if (tensor.is_floating_point()) compare_grad("input " + name, "grad.input." + name, tensor.grad());
+  }
+  for (const auto& [name, tensor] : data.params) compare_grad(name, "grad.param." + name, tensor.grad());
+  std::vector<std::string> evidence = {"input: " + run.describe()};
+  if (!missing.empty()) {
+    for (const auto& name : missing) evidence.push_back("no gradient reached " + name);
+    return results_.fail(spec.id,
+                         "no gradient reaches some inputs or parameters: something cuts them from the autograd "
+                         "graph (detach(), .data(), NoGradGuard) or they are not used",
+                         evidence);
+  }
+  if (!differ.empty()) {
+    evidence.insert(evidence.end(), differ.begin(), differ.end());
+    return results_.fail(spec.id,
+                         "the gradients differ from the reference although the forward results match: part of the "
+                         "computation is cut from the graph (detach(), .data(), NoGradGuard) or not differentiable",
+                         evidence);
+  }
+  if (!precise.empty()) {
+    evidence.insert(evidence.end(), precise.begin(), precise.end());
+    auto result = results_.fail(spec.id,
+                                "the gradients have float32 precision in a float64 check: is a tensor or a constant "
+                                "computed in float32?",
+                                evidence);
+    return result;
+  }
+  return results_.pass(spec.id, "gradients of every input and parameter match the reference");
+}
+
+CheckResult Kit::deterministic(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& a = input_->at(id);
+  const auto& b = input_->at(repeat_case(id));
+  for (const auto* run : {&a, &b}) {
+    if (not_runnable(*run)) return explain(spec.id, id);
+  }
+  const auto& name = exercise_.signature.outputs.front().name;
+  std::string why;
+  auto first = learner_tensor(a, name, why);
+  auto second = learner_tensor(b, name, why);
+  if (!first || !second) return results_.fail(spec.id, why);
+  auto repeat = compare(*first, *second, exercise_.tolerance("float64"));
+  if (!repeat.ok) {
+    return results_.fail(spec.id,
+                         "in eval mode the " + name +
+                             " changes between two runs on identical inputs: something random is active outside "
+                             "training (dropout must be off in eval mode: use the registered Dropout module or pass "
+                             "is_training())",
+                         {"input: " + a.describe(), "two runs: " + repeat.detail});
+  }
+  const auto s = status(id);
+  if (s == CaseStatus::matches || s == CaseStatus::precision) {
+    return results_.pass(spec.id, "eval mode is deterministic and matches the reference");
+  }
+  for (const auto& other : exercise_.cases) {
+    if (status(other.id) == CaseStatus::matches) return explain(spec.id, id);
+  }
+  return results_.skip(spec.id, "not assessed: deterministic, but the eval-mode results are wrong in every case");
+}
+
+CheckResult Kit::masked_values(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& base = input_->at(id);
+  const auto& repeat = input_->at(repeat_case(id));
+  const auto& changed = input_->at(masked_values_case(id));
+  for (const auto* run : {&base, &repeat, &changed}) {
+    if (not_runnable(*run)) return explain(spec.id, id);
+  }
+  const auto& name = exercise_.signature.outputs.front().name;
+  std::string why;
+  auto first = learner_tensor(base, name, why);
+  auto again = learner_tensor(repeat, name, why);
+  auto second = learner_tensor(changed, name, why);
+  if (!first || !again || !second) return results_.fail(spec.id, why);
+  if (!compare(*first, *again, exercise_.tolerance("float64")).ok) {
+    return results_.skip(spec.id,
+                         "not assessed: your " + name +
+                             " changes between two runs on identical inputs (something random runs in forward), "
+                             "so the influence of masked keys cannot be isolated");
+  }
+  auto cmp = compare(*first, *second, exercise_.tolerance("float64"));
+  if (cmp.ok) return results_.pass(spec.id, "values behind fully masked keys have no influence");
+  return results_.fail(spec.id,
+                       "changing only the keys and values that every query must ignore changed the " + name +
+                           ": masked keys still contribute (masked scores must become -inf before the softmax)",
+                       {"input: " + changed.describe(), name + " before vs after: " + cmp.detail});
+}
+
+CheckResult Kit::work_growth(const CheckSpec& spec) const {
+  const auto ids = cases_of(spec);
+  if (ids.size() != 2) throw ConfigError("check '" + spec.id + "' (work_growth) needs exactly two cases");
+  std::vector<int64_t> counts;
+  for (const auto& id : ids) {
+    const auto& run = input_->at(id);
+    if (not_runnable(run)) return explain(spec.id, id);
+    int64_t total = 0;
+    for (const auto& [op, count] : op_counts(run.response)) {
+      if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
+          op == "aten::div") {
+        total += count;
+      }
+    }
+    counts.push_back(total);
+  }
+  if (counts[1] > counts[0]) {
+    return results_.fail(spec.id,
+                         spec.option("says", "the number of matmul/softmax operations grows with the configuration"),
+                         {input_->at(ids[0]).describe() + ": " + std::to_string(counts[0]) + " operations",
+                          input_->at(ids[1]).describe() + ": " + std::to_string(counts[1]) + " operations"});
+  }
+  return results_.pass(spec.id, "the same operations run in both configurations");
+}
+
+namespace {
+
+std::map<std::string, double> quantities_of(const AttentionProbe& probe) {
+  std::map<std::string, double> out;
+  for (const auto& [name, expression] : probe.quantities) out[name] = evaluate(expression, probe.dims);
+  return out;
+}
+
+}  // namespace
+
+CheckResult Kit::attention_scale(const CheckSpec& spec) const {
+  const auto& run = input_->at(probe_case("scale"));
+  if (auto why = not_runnable(run)) return results_.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto weights = probe_->read(run, why);
+  if (!weights) return results_.skip(spec.id, "not assessed: " + why);
+  auto w = weights->to(at::kDouble);
+  if (!(w > 0).all().item<bool>() || !at::isfinite(w).all().item<bool>()) {
+    return results_.skip(spec.id,
+                         "not assessed: some attention weights are zero, negative or not finite without a "
+                         "mask, so no scale can be read from them (see the other checks)");
+  }
+  // log(w_ij / w_i0) = scale * a_i * (b_j - b_0) for a softmax over the keys of scale * q.k.
+  auto a = run.request.tensor("probe.a"), b = run.request.tensor("probe.b");
+  auto x = (a.unsqueeze(-1) * (b - b.narrow(-1, 0, 1)).unsqueeze(1)).unsqueeze(1).expand_as(w);
+  auto y = w.log() - w.narrow(-1, 0, 1).log();
+  const double scale = (x * y).sum().item<double>() / (x * x).sum().item<double>();
+  const double residual = (y - x * scale).abs().max().item<double>();
+  if (residual > 1e-6 * std::max(1.0, y.abs().max().item<double>())) {
+    return results_.skip(spec.id,
+                         "not assessed: your attention weights do not follow softmax(c * q.k) over the keys "
+                         "for any single constant c (see the other checks)");
+  }
+  const auto quantities = quantities_of(*probe_);
+  const double want = 1.0 / std::sqrt(evaluate(probe_->head_dim, probe_->dims));
+  std::vector<std::string> evidence = {"input: " + run.describe(),
+                                       "measured from the ratios of your attention weights: log(w_ij / w_i0) = "
+                                       "c * (q_i.k_j - q_i.k_0), fitted over " +
+                                           std::to_string(w.numel()) + " weights"};
+  if (std::abs(scale - want) <= 1e-6 * want) {
+    return results_.pass(spec.id, "your scores are multiplied by " + name_scale(scale, quantities));
+  }
+  return results_.fail(
+      spec.id,
+      "your scores were multiplied by " + name_scale(scale, quantities) + "; expected " + name_scale(want, quantities),
+      evidence);
+}
+
+CheckResult Kit::attention_axis(const CheckSpec& spec) const {
+  const auto& run = input_->at(probe_case("scale"));
+  if (auto why = not_runnable(run)) return results_.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto weights = probe_->read(run, why);
+  if (!weights) return results_.skip(spec.id, "not assessed: " + why);
+  auto w = weights->to(at::kDouble);
+  auto ones = [](const at::Tensor& sums) { return (sums - 1).abs().max().item<double>() < 1e-6; };
+  std::vector<std::string> evidence = {"input: " + run.describe()};
+  auto rows = w.sum(-1);
+  if (ones(rows)) return results_.pass(spec.id, "each query's weights over the keys sum to 1");
+  evidence.push_back(fmt::format("sums over the keys range from {} to {}", number(rows.min().item<double>()),
+                                 number(rows.max().item<double>())));
+  if (ones(w.sum(-2))) {
+    return results_.fail(spec.id,
+                         "the weights sum to 1 over the queries, not over the keys: the softmax runs over the query "
+                         "axis (dim -2); each query's weights must be a distribution over the keys (dim -1)",
+                         evidence);
+  }
+  if (w.size(1) > 1 && ones(w.sum(1))) {
+    return results_.fail(spec.id,
+                         "the weights sum to 1 over the heads: the softmax runs over the head axis (dim 1), "
+                         "not over the keys (dim -1)",
+                         evidence);
+  }
+  if (ones(w.sum({-2, -1}))) {
+    return results_.fail(spec.id,
+                         "the weights sum to 1 over all (query, key) pairs together: the softmax runs over a "
+                         "flattened score matrix, not over each query's keys",
+                         evidence);
+  }
+  const double low = rows.min().item<double>(), high = rows.max().item<double>();
+  if (near(low, high)) {
+    const auto quantities = quantities_of(*probe_);
+    const double want = 1.0 / std::sqrt(evaluate(probe_->head_dim, probe_->dims));
+    if (near(low, want) || near(low, 1 / want)) {
+      auto result = results_.fail(spec.id,
+                                  "the factor " + name_scale(low, quantities) +
+                                      " is applied after the softmax (to the weights, the values or the output) "
+                                      "instead of to the scores before it",
+                                  evidence);
+      result.focus_point = "scaling";
+      return result;
+    }
+    return results_.fail(spec.id,
+                         "the weights are a softmax, then multiplied by " + name_scale(low, quantities) +
+                             ": something scales the weights, the values or the output after the softmax",
+                         evidence);
+  }
+  return results_.fail(spec.id, "each query's weights must be a distribution over the keys (softmax over dim -1)",
+                       evidence);
+}
+
+CheckResult Kit::attention_mask(const CheckSpec& spec) const {
+  const auto& run = input_->at(probe_case("mask"));
+  if (auto why = not_runnable(run)) return results_.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto weights = probe_->read(run, why);
+  if (!weights) return results_.skip(spec.id, "not assessed: " + why);
+  auto w = weights->to(at::kDouble);
+  auto hidden = (run.request.tensor("probe.mask") == 0).expand_as(w);
+  auto masked = w.masked_select(hidden), kept = w.masked_select(~hidden);
+  auto rows = w.sum(-1);
+  std::vector<std::string> evidence = {"input: " + run.describe()};
+  const auto masked_nonzero = masked.ne(0).sum().item<int64_t>();
+  if (masked_nonzero == 0) {
+    if ((rows - 1).abs().max().item<double>() < 1e-6) {
+      return results_.pass(spec.id, "masked keys get exactly zero weight and each row still sums to 1");
+    }
+    evidence.push_back(fmt::format("row sums range from {} to {}", number(rows.min().item<double>()),
+                                   number(rows.max().item<double>())));
+    return results_.fail(spec.id,
+                         "masked weights are zero but the rows no longer sum to 1: the mask is applied after the "
+                         "softmax without renormalising; mask the scores with -inf before the softmax",
+                         evidence);
+  }
+  evidence.push_back(fmt::format("{} of {} masked weights are not 0 (largest {:.3g})", masked_nonzero, masked.numel(),
+                                 masked.abs().max().item<double>()));
+  if (kept.eq(0).all().item<bool>()) {
+    return results_.fail(spec.id,
+                         "the mask is inverted: keys with mask == 1 get zero weight and masked keys get it all; "
+                         "mask == 0 means 'do not attend'",
+                         evidence);
+  }
+  // The masked keys' effective logits, relative to key 0 (never masked) on the
+  // scale fitted to the kept keys.
+  auto a = run.request.tensor("probe.a"), b = run.request.tensor("probe.b");
+  auto gap = (a.unsqueeze(-1) * b.unsqueeze(1)).unsqueeze(1).expand_as(w);  // raw q.k
+  auto x = (gap - gap.narrow(-1, 0, 1)).masked_select(~hidden);
+  auto safe = at::where(w > 0, w, at::ones_like(w));
+  auto y_all = safe.log() - safe.narrow(-1, 0, 1).log();
+  auto y = y_all.masked_select(~hidden);
+  const double c = (x * y).sum().item<double>() / std::max(1e-300, (x * x).sum().item<double>());
+  const bool positive = (w > 0).all().item<bool>();
+  if (positive && (y - x * c).abs().max().item<double>() < 1e-6 * std::max(1.0, y.abs().max().item<double>())) {
+    // logit_m = log(w_m / w_0) + c * gap_0.
+    auto logits = (y_all + gap.narrow(-1, 0, 1) * c).masked_select(hidden);
+    auto unmasked = (gap * c).masked_select(hidden);
+    const double spread = (logits.max() - logits.min()).item<double>();
+    if ((logits - unmasked).abs().max().item<double>() < 1e-6) {
+      return results_.fail(
+          spec.id, "the mask has no effect: masked keys get exactly the weight they would get without it", evidence);
+    }
+    if ((logits - (unmasked - 1)).abs().max().item<double>() < 1e-6) {
+      return results_.fail(spec.id,
+                           "the 0/1 mask is added to the scores: kept keys gain 1, masked keys keep their score; a "
+                           "0/1 mask is not an additive bias, use masked_fill(mask == 0, -inf)",
+                           evidence);
+    }
+    if (spread < 1e-6) {
+      const double fill = logits.mean().item<double>();
+      return results_.fail(spec.id,
+                           fmt::format("masked scores were set to {} instead of -inf, so masked keys still get weight "
+                                       "exp({})/Z; fill with -inf (or the dtype's lowest value) so their weight is "
+                                       "exactly 0",
+                                       number(fill), number(fill)),
+                           evidence);
+    }
+  }
+  return results_.fail(
+      spec.id, "masked keys must get exactly zero weight (fill their scores with -inf before the softmax)", evidence);
+}
+
+}  // namespace grader::kit

@@ -1,0 +1,146 @@
+// The exercise kit: what every exercise's checks share, driven by the
+// `signature:`, `cases:`, `features:`, `errors:` and `checks:` of its
+// exercise.yaml. An exercise supplies its reference (and the known mistakes it
+// can replay), optionally an attention probe, and code only for checks no kit
+// kind covers. Parent side only: nothing here runs in the learner's process.
+//
+// Check kinds (the `kind:` of a check, default its id):
+//   parameters     every signature parameter was loaded by name
+//   rejects        constructing with `constructor:` arguments must throw
+//   shapes         every output has its signature shape on `cases` (default all)
+//   numerics       outputs match the reference on `cases`, in the case's dtype
+//   gradients      gradients of every floating input and parameter on `cases`
+//   deterministic  two runs of `cases` on identical inputs agree (eval mode)
+//   masked_values  values at fully masked keys (option `input`) do not matter
+//   work_growth    matmul/softmax operator counts do not grow from cases[0] to cases[1]
+//   attention_scale, attention_axis, attention_mask   measured by probes
+//   no_builtins    no forbidden operator ran and no forbidden symbol is linked
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checks/check.h"
+
+namespace grader::kit {
+
+using Dims = std::map<std::string, int64_t>;
+using Tensors = std::map<std::string, at::Tensor>;
+
+// Evaluates a dimension expression over dims: a name, a number, or products
+// and quotients of them ("D/H", "4*D"). Throws ConfigError for anything else.
+double evaluate(const std::string& expression, const Dims& dims);
+int64_t evaluate_dim(const std::string& expression, const Dims& dims);
+
+// What the reference gets for one case, in float64 (masks keep their dtype).
+struct CaseData {
+  Dims dims;
+  Tensors inputs;  // by signature name; an input the case leaves out is absent
+  Tensors params;  // by parameter name ("q_linear.weight")
+  bool train = false;
+};
+// The expected outputs by name, for the correct algorithm (mistake "") or for
+// a known mistake of exercise.yaml; an empty map: that mistake cannot be
+// replayed on this case.
+using Reference = std::function<Tensors(const CaseData&, const std::string& mistake)>;
+
+// An attention probe: inputs and weights crafted so that the output reveals
+// the learner's attention weights, whatever else is wrong. design() fills a
+// request so that every head's raw score q_i . k_j is a_i * b_j (a: (B, Nq),
+// b: (B, Nk)) and the mask (undefined, or (B, 1, 1, Nk) bool) is passed;
+// read() returns the weights (B, H, Nq, Nk) as the probe sees them.
+struct AttentionProbe {
+  Dims dims;
+  std::string head_dim;                           // expression of d_k over dims
+  std::map<std::string, std::string> quantities;  // learner's name -> expression ("num_heads" -> "H")
+  std::function<void(wire::Record&, const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask)> design;
+  std::function<std::optional<at::Tensor>(const CaseRun&, std::string& why)> read;
+};
+
+class Kit;
+using CheckFn = std::function<CheckResult(const Kit&, const CheckSpec&)>;
+
+// How one planned case came out against the reference.
+enum class CaseStatus { matches, precision, differs, threw, unusable };
+
+class Kit : public Suite {
+ public:
+  // `mistakes`: the ids of exercise.yaml's mistakes the reference replays.
+  Kit(const Exercise& exercise, Reference reference, std::vector<std::string> replayable);
+  Kit& probe(AttentionProbe probe);
+  // A check kind of the exercise's own.
+  Kit& custom(const std::string& kind, CheckFn fn);
+  // Further cases planned by the exercise (after the yaml's).
+  Kit& extra_cases(std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)> add);
+
+  std::vector<wire::Record> plan(uint64_t seed) override;
+  // Runs every check of exercise.yaml, in its order, each guarded: an
+  // exception in check or reference code is the grader's fault.
+  std::vector<CheckResult> judge(const JudgeInput& input) override;
+
+  // ---- for check code ----
+  const Exercise& exercise() const { return exercise_; }
+  const ResultBuilder& results() const { return results_; }
+  const JudgeInput& input() const { return *input_; }
+  // A planned case with inputs drawn for `spec` (no grad_output).
+  wire::Record make_case(const CaseSpec& spec, at::Generator& generator, int64_t seed) const;
+  CaseData data_of(const CaseRun& run) const;
+  Tensors expected(const CaseRun& run, const std::string& mistake = "") const;
+  CaseStatus status(const std::string& case_id) const;
+  // Why a case's outputs cannot be judged (it threw, weights could not be loaded).
+  std::optional<std::string> not_runnable(const CaseRun& run) const;
+  // The failure of `check` on a case that does not match, explained as far as
+  // the evidence goes (precision, a known mistake, a probe's measurement, the
+  // cases' common feature, an error rule), else said honestly.
+  CheckResult explain(const std::string& check, const std::string& case_id) const;
+  // The probe checks' findings (failed probe results), computed once per grade.
+  const std::vector<CheckResult>& findings() const;
+
+ private:
+  CheckResult run_kind(const CheckSpec& spec) const;
+  CheckResult parameters(const CheckSpec& spec) const;
+  CheckResult rejects(const CheckSpec& spec) const;
+  CheckResult shapes(const CheckSpec& spec) const;
+  CheckResult numerics(const CheckSpec& spec) const;
+  CheckResult gradients(const CheckSpec& spec) const;
+  CheckResult deterministic(const CheckSpec& spec) const;
+  CheckResult masked_values(const CheckSpec& spec) const;
+  CheckResult work_growth(const CheckSpec& spec) const;
+  CheckResult attention_scale(const CheckSpec& spec) const;
+  CheckResult attention_axis(const CheckSpec& spec) const;
+  CheckResult attention_mask(const CheckSpec& spec) const;
+  std::vector<std::string> cases_of(const CheckSpec& spec) const;
+  std::optional<CheckResult> attribute_to_feature(const std::string& check) const;
+  std::optional<CheckResult> explain_error(const std::string& check, const CaseRun& run) const;
+  std::string smallest_failing() const;
+  bool has_mask_input() const;
+
+  const Exercise& exercise_;
+  ResultBuilder results_;
+  Reference reference_;
+  std::vector<std::string> replayable_;
+  std::optional<AttentionProbe> probe_;
+  std::map<std::string, CheckFn> custom_;
+  std::vector<std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)>> extra_;
+  const JudgeInput* input_ = nullptr;
+  mutable std::map<std::string, CaseStatus> status_;
+  mutable std::optional<std::vector<CheckResult>> findings_;
+};
+
+// Case ids the kit derives from a yaml case: its repeat, and the twin with the
+// values at masked keys replaced.
+std::string repeat_case(const std::string& id);
+std::string masked_values_case(const std::string& id);
+std::string probe_case(const std::string& which);  // "scale" (no mask) or "mask"
+
+// A number as a learner reads it, with a name where it equals one: 0.5 with
+// quantities {num_heads: 4} gives "0.5000 = 1/sqrt(4) = 1/sqrt(num_heads)".
+std::string name_scale(double value, const std::map<std::string, double>& quantities);
+
+}  // namespace grader::kit

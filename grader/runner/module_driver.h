@@ -1,0 +1,160 @@
+// The child side of a kit exercise (grader/checks/kit/): one function runs a
+// case for any module or function, so an exercise's driver.cpp is a few lines
+// that say how to construct the learner's module and how to call forward.
+//
+// Request (planned by kit::ModuleKit): kind ("construct" | "forward"),
+//   ctor.<argument> (ints or reals), dtype, train, input.<name>,
+//   param.<name>, [grad_output.<output>]
+// Response: constructed, parameters (names and shapes), missing_parameters,
+//   dropouts (path and p of every Dropout), <output> tensors,
+//   [grad.input.<name>, grad.param.<name>]
+#pragma once
+
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
+
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "runner/driver_api.h"
+
+namespace grader::driver {
+
+// The case's inputs, as the learner's forward receives them: private copies in
+// the case's dtype (masks keep theirs), requiring gradients when asked. An
+// input the case leaves out is an undefined tensor (e.g. "no mask").
+class Inputs {
+ public:
+  Inputs(const wire::Record& request, at::ScalarType dtype, bool want_grad) {
+    for (const auto& [key, tensor] : request.tensors) {
+      if (key.rfind("input.", 0) != 0) continue;
+      auto copy = tensor.clone();
+      if (copy.is_floating_point()) {
+        copy = copy.to(dtype);
+        if (want_grad) copy.requires_grad_(true);
+      }
+      tensors_.emplace_back(key.substr(6), copy);
+    }
+  }
+  const at::Tensor& operator()(const std::string& name) const {
+    for (const auto& [key, tensor] : tensors_) {
+      if (key == name) return tensor;
+    }
+    return undefined_;
+  }
+  const std::vector<std::pair<std::string, at::Tensor>>& all() const { return tensors_; }
+
+ private:
+  std::vector<std::pair<std::string, at::Tensor>> tensors_;
+  at::Tensor undefined_;
+};
+
+inline at::ScalarType case_dtype(const wire::Record& request) {
+  return request.string_or("dtype", "float64") == "float32" ? at::kFloat : at::kDouble;
+}
+
+// The outputs a forward returned, in the order of the exercise's signature.
+using Outputs = std::vector<std::pair<std::string, at::Tensor>>;
+inline Outputs outputs_of(const std::vector<std::string>& names, const at::Tensor& tensor) {
+  return {{names.at(0), tensor}};
+}
+template <typename... T>
+Outputs outputs_of(const std::vector<std::string>& names, const std::tuple<T...>& tuple) {
+  Outputs out;
+  std::apply([&](const auto&... tensors) { (out.emplace_back(names.at(out.size()), tensors), ...); }, tuple);
+  return out;
+}
+
+inline std::vector<std::string> output_names(const wire::Record& request) {
+  std::vector<std::string> names;
+  std::istringstream lines(request.string("outputs"));
+  for (std::string name; std::getline(lines, name);) names.push_back(name);
+  return names;
+}
+
+// Backward through the first output with the parent's grad_output, then the
+// gradients of every floating input and of `parameters`.
+inline void backward_and_report(const wire::Record& request, wire::Record& response, const Outputs& outputs,
+                                const Inputs& inputs,
+                                const std::vector<std::pair<std::string, at::Tensor>>& parameters) {
+  const auto& [name, output] = outputs.front();
+  const auto& grad_output = request.tensor("grad_output");
+  TORCH_CHECK(output.defined() && output.requires_grad(), "the ", name,
+              " is not connected to the inputs in the autograd graph");
+  TORCH_CHECK(output.sizes() == grad_output.sizes(), "the ", name, " has shape ", output.sizes(), ", expected ",
+              grad_output.sizes());
+  output.backward(grad_output.to(output.scalar_type()));
+  for (const auto& [key, tensor] : inputs.all()) {
+    if (tensor.is_floating_point()) put_tensor(response, "grad.input." + key, tensor.grad());
+  }
+  for (const auto& [key, tensor] : parameters) put_tensor(response, "grad.param." + key, tensor.grad());
+}
+
+// Runs one case against a module: `make()` constructs it from the request's
+// ctor.* values, `forward(module, inputs)` calls it and returns a tensor or a
+// tuple of tensors.
+template <typename Make, typename Forward>
+void run_module_case(const wire::Record& request, wire::Record& response, Make make, Forward forward) {
+  auto module = make();
+  response.ints["constructed"] = 1;
+  if (request.string("kind") == "construct") return;
+
+  std::ostringstream names, dropouts;
+  for (const auto& item : module->named_parameters()) {
+    names << item.key();
+    for (auto size : item.value().sizes()) names << ' ' << size;
+    names << '\n';
+  }
+  response.strings["parameters"] = names.str();
+  for (const auto& item : module->named_modules()) {
+    if (auto dropout = std::dynamic_pointer_cast<torch::nn::DropoutImpl>(item.value())) {
+      dropouts << (item.key().empty() ? "(the module itself)" : item.key()) << ' ' << dropout->options.p() << '\n';
+    }
+  }
+  response.strings["dropouts"] = dropouts.str();
+
+  const auto dtype = case_dtype(request);
+  module->to(dtype);
+  std::string missing;
+  auto parameters = module->named_parameters();
+  for (const auto& [key, tensor] : request.tensors) {
+    if (key.rfind("param.", 0) != 0) continue;
+    auto name = key.substr(6);
+    auto* target = parameters.find(name);
+    if (!target || target->sizes() != tensor.sizes()) {
+      missing += name + '\n';
+      continue;
+    }
+    torch::NoGradGuard no_grad;
+    target->copy_(tensor);
+  }
+  if (!missing.empty()) {
+    response.strings["missing_parameters"] = missing;
+    return;
+  }
+  module->train(request.integer_or("train", 0) != 0);
+  const bool want_grad = request.has_tensor("grad_output");
+  Inputs inputs(request, dtype, want_grad);
+  auto outputs = outputs_of(output_names(request), forward(module, inputs));
+  for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
+  if (!want_grad) return;
+  std::vector<std::pair<std::string, at::Tensor>> params;
+  for (const auto& item : module->named_parameters()) params.emplace_back(item.key(), item.value());
+  backward_and_report(request, response, outputs, inputs, params);
+}
+
+// The same for a free function: `call(inputs)` returns a tensor or a tuple.
+template <typename Call>
+void run_function_case(const wire::Record& request, wire::Record& response, Call call) {
+  response.ints["constructed"] = 1;
+  const bool want_grad = request.has_tensor("grad_output");
+  Inputs inputs(request, case_dtype(request), want_grad);
+  auto outputs = outputs_of(output_names(request), call(inputs));
+  for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
+  if (want_grad) backward_and_report(request, response, outputs, inputs, {});
+}
+
+}  // namespace grader::driver
