@@ -97,6 +97,38 @@ TEST_F(Reference, MhsaMatchesLibTorchMultiHeadAttention) {
   }
 }
 
+// Cross-attention (Nk != Nq) with a padding mask, against LibTorch's own
+// implementation given separate key/value inputs and a key padding mask.
+TEST_F(Reference, MhaCrossAttentionMatchesLibTorch) {
+  namespace F = torch::nn::functional;
+  const int64_t dim = 12, heads = 3, batch = 2, nq = 4, nk = 6;
+  auto p = random_parameters(dim);
+  auto query = at::randn({batch, nq, dim}, at::kDouble);
+  auto key = at::randn({batch, nk, dim}, at::kDouble), value = at::randn({batch, nk, dim}, at::kDouble);
+  auto keep = at::ones({batch, 1, 1, nk}, at::kBool);
+  keep[0][0][0][5] = false;
+  keep[1][0][0][3] = false;
+  auto in_weight = at::cat({p["q_proj.weight"], p["k_proj.weight"], p["v_proj.weight"]});
+  auto in_bias = at::cat({p["q_proj.bias"], p["k_proj.bias"], p["v_proj.bias"]});
+  auto [want, want_weights] = F::multi_head_attention_forward(
+      query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1),
+      F::MultiheadAttentionForwardFuncOptions(dim, heads, in_weight, in_bias, {}, {}, false, 0.0, p["out_proj.weight"],
+                                              p["out_proj.bias"])
+          .training(false)
+          .key_padding_mask(~keep.view({batch, nk}))
+          .need_weights(true)
+          .average_attn_weights(false));
+  auto got = reference::multi_head_attention(query, key, value, keep, p, heads, reference::Projections{});
+  expect_close(want.transpose(0, 1), got.output);
+  expect_close(want_weights, got.weights);
+  // An integer (Nq, Nk) mask and the same bool mask give the same result.
+  auto causal = at::ones({nq, nk}, at::kLong).tril(2);
+  auto as_int = reference::multi_head_attention(query, key, value, causal, p, heads, reference::Projections{});
+  auto as_bool =
+      reference::multi_head_attention(query, key, value, causal.to(at::kBool), p, heads, reference::Projections{});
+  expect_close(as_int.output, as_bool.output);
+}
+
 TEST_F(Reference, MhsaRefusesIndivisibleDim) {
   auto x = at::randn({1, 2, 10}, at::kDouble);
   EXPECT_THROW(reference::multi_head_self_attention(x, random_parameters(10), 3), c10::Error);

@@ -1,61 +1,27 @@
-// Parent side of exercise_mhsa: plans the cases (fresh random inputs and
-// weights from the seed), computes what the reference expects, and judges the
-// learner's results.
-#include "checks/check.h"
-
+// Parent side of exercise_mhsa: the reference with its replayable mistakes,
+// the attention probe, and the two dropout checks no kit kind covers;
+// everything else is exercise.yaml and the kit.
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <functional>
 #include <map>
 #include <sstream>
 
+#include "checks/kit/kit.h"
 #include "multi_head_attention.h"
-#include "runner/op_recorder.h"
 
 namespace grader {
 namespace {
 
-struct Config {
-  int64_t batch, tokens, dim, heads;
-  std::string text() const {
-    std::ostringstream out;
-    out << "B=" << batch << " N=" << tokens << " D=" << dim << " H=" << heads;
-    return out.str();
-  }
-};
+using reference::MhsaVariant;
+using Bend = std::function<void(MhsaVariant&, double dim, double head_dim)>;
 
-// The first configuration is used for diagnosis: sqrt(D), head_dim and
-// sqrt(head_dim) all differ there, so every scaling mistake is distinguishable.
-const std::vector<Config> kForwardConfigs = {{2, 5, 24, 4}, {2, 1, 8, 2}, {2, 4, 6, 1}, {1, 3, 4, 4}};
-const Config kLoopFew{1, 4, 16, 2};
-const Config kLoopMany{1, 4, 16, 8};
-// The dropout probe: head_dim (12) > N (8) so each head's values can be one-hot tokens.
-const Config kProbe{16, 8, 24, 2};
-constexpr double kProbeDropout = 0.3;
-constexpr double kEvalDropout = 0.5;
-
-std::string forward_case(size_t i) { return "forward_" + std::to_string(i); }
-
-const std::vector<std::string> kChecks = {"registered_names",
-                                          "dropout_probability",
-                                          "rejects_indivisible_dim",
-                                          "output_shape",
-                                          "forward_float64",
-                                          "forward_float32",
-                                          "no_head_loop",
-                                          "dropout_inactive_in_eval",
-                                          "dropout_on_attention_weights",
-                                          "gradients",
-                                          "no_builtins"};
-
-// Each known mistake of exercise.yaml, as a bend of the reference.
-using Bend = std::function<void(reference::MhsaVariant&, double dim, double head_dim)>;
-
-const std::map<std::string, Bend>& mistake_bends() {
+// Each replayable mistake of exercise.yaml, as a bend of the reference.
+const std::map<std::string, Bend>& bends() {
   using reference::HeadSplit;
-  static const std::map<std::string, Bend> bends = {
+  static const std::map<std::string, Bend> table = {
       {"no_scaling", [](auto& v, double, double) { v.attention.scale = 1.0; }},
       {"scaled_by_dim", [](auto& v, double dim, double) { v.attention.scale = 1.0 / std::sqrt(dim); }},
       {"scaled_by_head_dim", [](auto& v, double, double hd) { v.attention.scale = 1.0 / hd; }},
@@ -69,432 +35,194 @@ const std::map<std::string, Bend>& mistake_bends() {
       {"key_from_query_projection", [](auto& v, double, double) { v.key_uses_query_projection = true; }},
       {"value_not_projected", [](auto& v, double, double) { v.value_projection = false; }},
   };
-  return bends;
+  return table;
 }
 
-reference::MhsaVariant variant_for(const std::string& mistake, int64_t dim, int64_t heads) {
-  reference::MhsaVariant variant;
-  mistake_bends().at(mistake)(variant, static_cast<double>(dim), static_cast<double>(dim / heads));
-  return variant;
+kit::Tensors reference_of(const kit::CaseData& data, const std::string& mistake) {
+  MhsaVariant variant;
+  const double dim = static_cast<double>(data.dims.at("D")), heads = static_cast<double>(data.dims.at("H"));
+  if (!mistake.empty()) bends().at(mistake)(variant, dim, dim / heads);
+  return {{"output",
+           reference::multi_head_self_attention(data.inputs.at("x"), data.params, data.dims.at("H"), variant).output}};
 }
 
-int64_t matmul_like_ops(const CaseRun& run) {
-  int64_t total = 0;
-  for (const auto& [op, count] : op_counts(run.response)) {
-    if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
-        op == "aten::div") {
-      total += count;
-    }
+void zero_biases(wire::Record& r, int64_t dim) {
+  for (const char* name : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+    r.tensors[std::string("param.") + name + ".bias"] = at::zeros({dim}, at::kDouble);
   }
-  return total;
 }
 
-class MhsaSuite : public Suite {
- public:
-  explicit MhsaSuite(const Exercise& exercise) : exercise_(exercise), results_(exercise) {
-    require_implemented(exercise, kChecks, keys_of(mistake_bends()));
-  }
-
-  std::vector<wire::Record> plan(uint64_t seed) override {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-    std::vector<wire::Record> cases;
-    int64_t case_seed = static_cast<int64_t>(seed % 1000003);
-    auto add = [&](const std::string& id, const Config& config, double dropout, bool train, at::ScalarType dtype) {
-      wire::Record record;
-      record.strings["case"] = id;
-      record.strings["kind"] = "forward";
-      record.strings["dtype"] = dtype == at::kFloat ? "float32" : "float64";
-      record.strings["describe"] = config.text() + " " + record.strings["dtype"] + (train ? " train" : " eval") +
-                                   " dropout=" + std::to_string(dropout).substr(0, 3);
-      record.ints["seed"] = case_seed++;
-      record.ints["dim"] = config.dim;
-      record.ints["num_heads"] = config.heads;
-      record.ints["train"] = train ? 1 : 0;
-      record.reals["dropout"] = dropout;
-      auto options = at::TensorOptions().dtype(dtype);
-      record.tensors["x"] = at::randn({config.batch, config.tokens, config.dim}, generator, options);
-      const double bound = 1.0 / std::sqrt(static_cast<double>(config.dim));
-      for (const auto& name : exercise_.parameters) {
-        record.tensors["param." + name + ".weight"] =
-            at::empty({config.dim, config.dim}, options).uniform_(-bound, bound, generator);
-        record.tensors["param." + name + ".bias"] = at::empty({config.dim}, options).uniform_(-bound, bound, generator);
-      }
-      cases.push_back(record);
-      return &cases.back();
-    };
-
-    wire::Record indivisible;
-    indivisible.strings["case"] = "indivisible";
-    indivisible.strings["kind"] = "construct";
-    indivisible.strings["describe"] = "MultiHeadSelfAttention(/*dim=*/10, /*num_heads=*/3)";
-    indivisible.ints["seed"] = case_seed++;
-    indivisible.ints["dim"] = 10;
-    indivisible.ints["num_heads"] = 3;
-    indivisible.reals["dropout"] = 0.1;
-    cases.push_back(indivisible);
-
-    for (size_t i = 0; i < kForwardConfigs.size(); ++i)
-      add(forward_case(i), kForwardConfigs[i], 0.1, false, at::kDouble);
-    add("float32", kForwardConfigs[0], 0.1, false, at::kFloat);
-    add("loop_few_heads", kLoopFew, 0.0, false, at::kDouble);
-    add("loop_many_heads", kLoopMany, 0.0, false, at::kDouble);
-    auto* eval_a = add("eval_dropout_a", kForwardConfigs[0], kEvalDropout, false, at::kDouble);
-    auto eval_b = *eval_a;
-    eval_b.strings["case"] = "eval_dropout_b";
-    eval_b.ints["seed"] = case_seed++;
-    cases.push_back(eval_b);
-    add_probe(cases, generator, case_seed++);
-    auto* grads = add("gradients", kForwardConfigs[0], 0.1, false, at::kDouble);
-    grads->tensors["grad_output"] = at::randn(grads->tensors["x"].sizes(), generator, at::kDouble);
-    grads->strings["describe"] += ", backward";
-    return cases;
-  }
-
-  std::vector<CheckResult> judge(const JudgeInput& input) override {
-    input_ = &input;
-    return {registered_names(),
-            dropout_probability(),
-            rejects_indivisible_dim(),
-            output_shape(),
-            forward_float64(),
-            forward_float32(),
-            no_head_loop(),
-            dropout_inactive_in_eval(),
-            dropout_on_attention_weights(),
-            gradients(),
-            check_no_builtins(results_, input)};
-  }
-
- private:
-  // Weights that make the output show the attention weights themselves: each
-  // head's values are one-hot token ids plus a column of ones, and out_proj is
-  // the identity. Output feature h*12 + j (j < 8) is then head h's weight on
-  // token j after dropout, and feature h*12 + 8 the sum of that row.
-  void add_probe(std::vector<wire::Record>& cases, at::Generator& generator, int64_t seed) {
-    const auto& c = kProbe;
-    const int64_t head_dim = c.dim / c.heads;
-    auto options = at::TensorOptions().dtype(at::kDouble);
-    wire::Record record;
-    record.strings["case"] = "dropout_probe";
-    record.strings["kind"] = "forward";
-    record.strings["dtype"] = "float64";
-    record.strings["describe"] = c.text() + " float64 train dropout=0.3, probe weights";
-    record.ints["seed"] = seed;
-    record.ints["dim"] = c.dim;
-    record.ints["num_heads"] = c.heads;
-    record.ints["train"] = 1;
-    record.reals["dropout"] = kProbeDropout;
-    auto x = at::randn({c.batch, c.tokens, c.dim}, generator, options);
-    x.narrow(-1, 0, c.tokens).copy_(at::eye(c.tokens, options).expand({c.batch, c.tokens, c.tokens}));
-    record.tensors["x"] = x;
-    record.tensors["param.q_proj.weight"] = at::randn({c.dim, c.dim}, generator, options) * 0.3;
-    record.tensors["param.q_proj.bias"] = at::zeros({c.dim}, options);
-    record.tensors["param.k_proj.weight"] = at::randn({c.dim, c.dim}, generator, options) * 0.3;
-    record.tensors["param.k_proj.bias"] = at::zeros({c.dim}, options);
-    auto v_weight = at::zeros({c.dim, c.dim}, options);
-    auto v_bias = at::zeros({c.dim}, options);
-    for (int64_t h = 0; h < c.heads; ++h) {
-      for (int64_t j = 0; j < c.tokens; ++j) v_weight[h * head_dim + j][j] = 1.0;
-      v_bias[h * head_dim + c.tokens] = 1.0;
+// Token features 0 and 1 carry a_i and b_i, features 2 + j a one-hot token
+// id and feature 2 + N a one: q_proj and k_proj read features 0 and 1 (so
+// q.k = a_i b_j), v_proj copies the token id into each head's slice plus the
+// one, out_proj is the identity: output feature h*head_dim + j is head h's
+// weight on token j.
+kit::AttentionProbe probe() {
+  constexpr int64_t B = 2, N = 5, D = 24, H = 4, hd = D / H;
+  kit::AttentionProbe p;
+  p.dims = {{"B", B}, {"N", N}, {"Nq", N}, {"Nk", N}, {"D", D}, {"H", H}, {"dropout_pct", 0}};
+  p.head_dim = "D/H";
+  p.quantities = {{"head_dim", "D/H"}, {"dim", "D"}, {"num_heads", "H"}, {"N", "N"}};
+  p.design = [](wire::Record& r, const at::Tensor& a, const at::Tensor& b, const at::Tensor&) {
+    auto x = at::zeros({B, N, D}, at::kDouble);
+    x.select(-1, 0).copy_(a);
+    x.select(-1, 1).copy_(b);
+    x.narrow(-1, 2, N).copy_(at::eye(N, at::kDouble));
+    x.select(-1, 2 + N).fill_(1);
+    auto q = at::zeros({D, D}, at::kDouble), k = at::zeros({D, D}, at::kDouble), v = at::zeros({D, D}, at::kDouble);
+    q.select(1, 0).fill_(1 / std::sqrt(static_cast<double>(hd)));
+    k.select(1, 1).fill_(1 / std::sqrt(static_cast<double>(hd)));
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t j = 0; j <= N; ++j) v[h * hd + j][2 + j] = 1.0;
     }
-    record.tensors["param.v_proj.weight"] = v_weight;
-    record.tensors["param.v_proj.bias"] = v_bias;
-    record.tensors["param.out_proj.weight"] = at::eye(c.dim, options);
-    record.tensors["param.out_proj.bias"] = at::zeros({c.dim}, options);
-    cases.push_back(record);
-  }
-
-  static reference::Parameters parameters_of(const CaseRun& run) {
-    reference::Parameters parameters;
-    for (const auto& [key, tensor] : run.request.tensors) {
-      if (key.rfind("param.", 0) == 0) parameters[key.substr(6)] = tensor.to(at::kDouble);
-    }
-    return parameters;
-  }
-
-  static reference::MhsaResult expected(const CaseRun& run, const reference::MhsaVariant& variant = {}) {
-    return reference::multi_head_self_attention(run.request.tensor("x").to(at::kDouble), parameters_of(run),
-                                                run.request.integer("num_heads"), variant);
-  }
-
-  // Why the forward results of a case cannot be judged, if they cannot.
-  std::optional<std::string> not_runnable(const CaseRun& run) const {
-    if (run.threw()) {
-      auto error = run.error();
-      return "your code threw an error on " + run.describe() + ": " + error.substr(0, error.find('\n'));
-    }
-    if (run.response.strings.count("missing_parameters")) {
-      return "the grader could not load its weights into your module (see registered_names)";
-    }
-    return std::nullopt;
-  }
-
-  std::optional<CheckResult> mismatch(const std::string& check, const CaseRun& run, const Tolerance& tolerance) {
-    if (auto why = not_runnable(run)) return results_.fail(check, *why);
-    std::string why;
+    r.tensors["input.x"] = x;
+    r.tensors["param.q_proj.weight"] = q;
+    r.tensors["param.k_proj.weight"] = k;
+    r.tensors["param.v_proj.weight"] = v;
+    r.tensors["param.out_proj.weight"] = at::eye(D, at::kDouble);
+    zero_biases(r, D);
+  };
+  p.read = [](const CaseRun& run, std::string& why) -> std::optional<at::Tensor> {
     auto output = learner_tensor(run, "output", why);
-    if (!output) return results_.fail(check, why + " (" + run.describe() + ")");
-    auto cmp = compare(expected(run).output, *output, tolerance);
-    if (cmp.ok) return std::nullopt;
-    std::vector<std::string> evidence = {"input: " + run.describe(), "output: " + cmp.detail, input_->replay_hint()};
-    const auto dim = run.request.integer("dim"), heads = run.request.integer("num_heads");
-    auto replay = [&](const std::string& mistake) {
-      return std::map<std::string, at::Tensor>{{"output", expected(run, variant_for(mistake, dim, heads)).output}};
-    };
-    if (auto mistake = diagnose(exercise_, {{"output", *output}}, replay, tolerance)) {
-      return results_.fail_with_mistake(check, *mistake, evidence);
+    if (!output) return std::nullopt;
+    if (output->sizes() != at::IntArrayRef({B, N, D})) {
+      why = "the output has shape " + shape_string(output->sizes()) + " on the probe";
+      return std::nullopt;
     }
-    return results_.fail(check, "the output differs from the reference", evidence);
+    return output->reshape({B, N, H, hd}).transpose(1, 2).narrow(-1, 0, N);
+  };
+  return p;
+}
+
+// The dropout probe, run in training and in eval mode on the same input: each
+// head's values are one-hot token ids plus a column of ones and out_proj is
+// the identity, so output feature h*12 + j (j < 8) is head h's weight on token
+// j after dropout and feature h*12 + 8 the sum of that row.
+constexpr int64_t kB = 16, kN = 8, kD = 24, kH = 2, kHd = kD / kH;
+constexpr double kDropout = 0.3;
+
+void add_dropout_probe(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& generator) {
+  CaseSpec spec{
+      "dropout_probe", {{"B", kB}, {"N", kN}, {"D", kD}, {"H", kH}, {"dropout_pct", 30}}, {{"mode", "train"}}};
+  auto train = kit.make_case(spec, generator, 900001);
+  auto x = at::randn({kB, kN, kD}, generator, at::kDouble);
+  x.narrow(-1, 0, kN).copy_(at::eye(kN, at::kDouble).expand({kB, kN, kN}));
+  train.tensors["input.x"] = x;
+  train.tensors["param.q_proj.weight"] = at::randn({kD, kD}, generator, at::kDouble) * 0.3;
+  train.tensors["param.k_proj.weight"] = at::randn({kD, kD}, generator, at::kDouble) * 0.3;
+  auto v_weight = at::zeros({kD, kD}, at::kDouble);
+  for (int64_t h = 0; h < kH; ++h) {
+    for (int64_t j = 0; j < kN; ++j) v_weight[h * kHd + j][j] = 1.0;
   }
+  train.tensors["param.v_proj.weight"] = v_weight;
+  train.tensors["param.out_proj.weight"] = at::eye(kD, at::kDouble);
+  zero_biases(train, kD);
+  auto v_bias = at::zeros({kD}, at::kDouble);
+  for (int64_t h = 0; h < kH; ++h) v_bias[h * kHd + kN] = 1.0;
+  train.tensors["param.v_proj.bias"] = v_bias;
+  train.strings["describe"] += ", probe weights";
+  auto eval = train;
+  eval.strings["case"] = "dropout_probe_eval";
+  eval.ints["train"] = 0;
+  eval.strings["describe"] = train.strings["describe"] + " (the same in eval mode)";
+  cases.push_back(train);
+  cases.push_back(eval);
+}
 
-  CheckResult registered_names() {
-    const auto& run = input_->at(forward_case(0));
-    // Names are reported right after construction, before forward runs.
-    if (!run.response.ints.count("constructed")) return results_.threw("registered_names", run);
-    std::vector<std::string> evidence;
-    auto missing = run.response.string_or("missing_parameters", "");
-    std::istringstream lines(missing);
-    for (std::string name; std::getline(lines, name);) {
-      evidence.push_back("missing or wrongly shaped: " + name);
+CheckResult dropout_probability(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& run = kit.input().at("dropout_probe");
+  if (!run.response.ints.count("constructed")) return kit.results().threw(spec.id, run);
+  std::istringstream lines(run.response.string_or("dropouts", ""));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("dropout ", 0) != 0) continue;
+    const double p = std::stod(line.substr(8));
+    if (std::abs(p - kDropout) > 1e-12) {
+      return kit.results().fail(spec.id, "the registered dropout does not use the constructor's probability",
+                                {fmt::format("constructed with dropout={}, registered Dropout has p={}", kDropout, p)});
     }
-    if (!evidence.empty()) {
-      auto registered = run.response.string_or("parameters", "");
-      std::istringstream have(registered);
-      for (std::string line; std::getline(have, line);) evidence.push_back("your module has: " + line);
-      return results_.fail("registered_names",
-                           "register q_proj, k_proj, v_proj and out_proj as Linear(dim, dim) with bias under exactly "
-                           "those names: the grader loads weights by name",
-                           evidence);
-    }
-    if (!run.response.reals.count("dropout.p")) {
-      return results_.fail("registered_names", "no Dropout submodule is registered under the name 'dropout'");
-    }
-    return results_.pass("registered_names", "every projection and the dropout are registered by name");
+    return kit.results().pass(spec.id, "dropout uses the probability given to the constructor");
   }
+  return kit.results().skip(spec.id, "not assessed: no Dropout registered as 'dropout'");
+}
 
-  CheckResult dropout_probability() {
-    const auto& run = input_->at("dropout_probe");
-    if (!run.response.ints.count("constructed")) return results_.threw("dropout_probability", run);
-    auto found = run.response.reals.find("dropout.p");
-    if (found == run.response.reals.end()) {
-      return results_.skip("dropout_probability", "not assessed: no Dropout registered as 'dropout'");
-    }
-    if (std::abs(found->second - kProbeDropout) > 1e-12) {
-      return results_.fail("dropout_probability", "the registered dropout does not use the constructor's probability",
-                           {"constructed with dropout=" + std::to_string(kProbeDropout) +
-                            ", registered Dropout has p=" + std::to_string(found->second)});
-    }
-    return results_.pass("dropout_probability", "dropout uses the probability given to the constructor");
+// Judged against the learner's own eval-mode weights, so a mistake elsewhere
+// (a scale, a layout) does not hide how dropout behaves.
+CheckResult dropout_on_attention_weights(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at("dropout_probe");
+  const auto& eval = kit.input().at("dropout_probe_eval");
+  for (const auto* r : {&run, &eval}) {
+    if (r->threw()) return results.threw(spec.id, *r);
+    if (auto why = kit.not_runnable(*r)) return results.skip(spec.id, "not assessed: " + *why);
   }
-
-  CheckResult rejects_indivisible_dim() {
-    const auto& run = input_->at("indivisible");
-    if (!input_->at(forward_case(0)).response.ints.count("constructed")) {
-      return results_.skip("rejects_indivisible_dim",
-                           "not assessed: your constructor throws for valid arguments too (see registered_names)");
-    }
-    if (run.threw()) {
-      auto error = run.error();
-      return results_.pass("rejects_indivisible_dim", "refused with: " + error.substr(0, error.find('\n')));
-    }
-    return results_.fail("rejects_indivisible_dim",
-                         "a dim that num_heads does not divide must be refused with an error (TORCH_CHECK), not "
-                         "silently truncated",
-                         {run.describe() + " was accepted"});
+  std::string why;
+  auto output = learner_tensor(run, "output", why);
+  auto clean_output = learner_tensor(eval, "output", why);
+  if (!output || !clean_output) return results.fail(spec.id, why);
+  if (output->sizes() != at::IntArrayRef({kB, kN, kD}) || clean_output->sizes() != output->sizes()) {
+    return results.skip(spec.id, "not assessed: the output has the wrong shape (see output_shape)");
   }
-
-  CheckResult output_shape() {
-    std::vector<std::string> evidence;
-    for (size_t i = 0; i < kForwardConfigs.size(); ++i) {
-      const auto& run = input_->at(forward_case(i));
-      if (auto why = not_runnable(run)) return results_.fail("output_shape", *why);
-      std::string why;
-      auto output = learner_tensor(run, "output", why);
-      if (!output) return results_.fail("output_shape", why + " (" + run.describe() + ")");
-      auto want = run.request.tensor("x").sizes();
-      if (output->sizes() != want) {
-        evidence.push_back(run.describe() + ": got " + shape_string(output->sizes()) + ", expected " +
-                           shape_string(want));
-      }
-    }
-    if (!evidence.empty()) return results_.fail("output_shape", "the output has the wrong shape", evidence);
-    return results_.pass("output_shape", "(B, N, D) in every configuration");
+  auto heads = [](const at::Tensor& t) { return t.to(at::kDouble).reshape({kB, kN, kH, kHd}).transpose(1, 2); };
+  auto observed = heads(*output).narrow(-1, 0, kN);
+  auto row_sums = heads(*output).select(-1, kN);
+  auto clean = heads(*clean_output).narrow(-1, 0, kN);
+  if ((clean.sum(-1) - 1).abs().max().item<double>() > 1e-6 || !(clean > 0).all().item<bool>()) {
+    return results.skip(spec.id,
+                        "not assessed: in eval mode the probe's output is not a distribution over the keys "
+                        "(see the other checks), so dropout cannot be read from it");
   }
-
-  CheckResult forward_float64() {
-    for (size_t i = 0; i < kForwardConfigs.size(); ++i) {
-      if (auto failure = mismatch("forward_float64", input_->at(forward_case(i)), exercise_.tolerance("float64"))) {
-        return *failure;
-      }
+  const auto evidence_base = "input: " + run.describe();
+  auto zeros = observed.eq(0);
+  const double count = static_cast<double>(observed.numel());
+  const double rate = zeros.sum().item<double>() / count;
+  const double z = (rate - kDropout) / std::sqrt(kDropout * (1 - kDropout) / count);
+  const auto rate_text =
+      fmt::format("observed drop rate {:.3g} over {} attention weights, expected p = {} (z = {:.3g})", rate,
+                  observed.numel(), kDropout, z);
+  if (rate == 0) {
+    if (compare(clean, observed, kit.exercise().tolerance("float64")).ok) {
+      return results.fail(spec.id, "in training mode nothing is dropped: dropout must be active in training",
+                          {evidence_base, rate_text});
     }
-    return results_.pass("forward_float64",
-                         "matches the reference in " + std::to_string(kForwardConfigs.size()) + " configurations");
+    return results.fail(spec.id,
+                        "in training no attention weight is exactly zero although the output is perturbed: dropout "
+                        "must act on the weights after the softmax, not on the scores before it",
+                        {evidence_base, rate_text});
   }
-
-  CheckResult forward_float32() {
-    const auto& run = input_->at("float32");
-    if (auto why = not_runnable(run)) return results_.fail("forward_float32", *why);
-    auto dtype = run.response.string_or("output.dtype", "");
-    if (dtype != "Float") {
-      return results_.fail("forward_float32", "a float32 module and input gave an output of dtype " + dtype +
-                                                  "; keep the input's dtype (do not hard-code one)");
-    }
-    if (auto failure = mismatch("forward_float32", run, exercise_.tolerance("float32"))) return *failure;
-    return results_.pass("forward_float32", "float32 results match the reference within float32 tolerance");
+  if (std::abs(z) > 5) {
+    const bool swapped = std::abs(rate - (1 - kDropout)) < 5 * std::sqrt(kDropout * (1 - kDropout) / count);
+    return results.fail(spec.id,
+                        swapped ? "attention weights are dropped at rate 1 - p: p is the drop probability, not the "
+                                  "keep probability"
+                                : "the fraction of dropped attention weights does not match the dropout probability",
+                        {evidence_base, rate_text});
   }
-
-  CheckResult no_head_loop() {
-    const auto& few = input_->at("loop_few_heads");
-    const auto& many = input_->at("loop_many_heads");
-    for (const auto* run : {&few, &many}) {
-      if (auto why = not_runnable(*run)) return results_.fail("no_head_loop", *why);
-    }
-    auto ops_few = matmul_like_ops(few), ops_many = matmul_like_ops(many);
-    if (ops_many > ops_few) {
-      return results_.fail("no_head_loop",
-                           "the number of matmul/softmax operations grows with the number of heads: reshape to "
-                           "(B, H, N, head_dim) and let one batched matmul handle every head",
-                           {std::to_string(kLoopFew.heads) + " heads: " + std::to_string(ops_few) + " operations",
-                            std::to_string(kLoopMany.heads) + " heads: " + std::to_string(ops_many) + " operations"});
-    }
-    return results_.pass("no_head_loop", "the same operations run whatever the number of heads");
+  auto kept = ~zeros;
+  auto ratio = observed.masked_select(kept) / clean.masked_select(kept);
+  if (!compare(at::full_like(ratio, 1.0 / (1 - kDropout)), ratio, {1e-6, 1e-9}).ok) {
+    return results.fail(spec.id, "the surviving attention weights are not scaled by 1/(1-p) (inverted dropout)",
+                        {evidence_base, fmt::format("kept weight / eval-mode weight: median {:.6g}, expected {:.6g}",
+                                                    ratio.median().item<double>(), 1 / (1 - kDropout))});
   }
-
-  CheckResult dropout_inactive_in_eval() {
-    const auto& a = input_->at("eval_dropout_a");
-    const auto& b = input_->at("eval_dropout_b");
-    for (const auto* run : {&a, &b}) {
-      if (auto why = not_runnable(*run)) return results_.fail("dropout_inactive_in_eval", *why);
-    }
-    std::string why;
-    auto first = learner_tensor(a, "output", why);
-    auto second = learner_tensor(b, "output", why);
-    if (!first || !second) return results_.fail("dropout_inactive_in_eval", why);
-    const auto tolerance = exercise_.tolerance("float64");
-    auto repeat = compare(*first, *second, tolerance);
-    if (!repeat.ok) {
-      return results_.fail("dropout_inactive_in_eval",
-                           "in eval mode the output changes from run to run: dropout must be off outside training "
-                           "(pass is_training() or use the registered Dropout module)",
-                           {"input: " + a.describe(), "two eval runs: " + repeat.detail});
-    }
-    if (mismatch("dropout_inactive_in_eval", a, tolerance)) {
-      if (!mismatch("dropout_inactive_in_eval", input_->at(forward_case(0)), tolerance)) {
-        return results_.fail("dropout_inactive_in_eval",
-                             "with dropout=0.5 in eval mode the output differs from the reference although it matches "
-                             "with dropout=0.1: the dropout probability changes eval-mode results",
-                             {"input: " + a.describe()});
-      }
-      return results_.skip("dropout_inactive_in_eval", "not assessed: the eval-mode output is wrong anyway");
-    }
-    return results_.pass("dropout_inactive_in_eval", "eval mode is deterministic and matches the reference");
+  auto sum_cmp = compare(observed.sum(-1), row_sums, kit.exercise().tolerance("float64"));
+  if (!sum_cmp.ok) {
+    return results.fail(spec.id,
+                        "the drop pattern does not follow the attention weights: dropout is applied to another tensor "
+                        "(values, heads or output), not to the weights after the softmax",
+                        {evidence_base, "row sums of the kept weights vs the values' sum column: " + sum_cmp.detail});
   }
-
-  CheckResult dropout_on_attention_weights() {
-    const char* id = "dropout_on_attention_weights";
-    const auto& run = input_->at("dropout_probe");
-    if (auto why = not_runnable(run)) return results_.fail(id, *why);
-    if (mismatch(id, input_->at(forward_case(0)), exercise_.tolerance("float64"))) {
-      return results_.skip(id, "not assessed: the eval-mode output is wrong, so the training output cannot be read");
-    }
-    std::string why;
-    auto output = learner_tensor(run, "output", why);
-    if (!output) return results_.fail(id, why);
-    const auto& c = kProbe;
-    const int64_t head_dim = c.dim / c.heads;
-    if (output->sizes() != run.request.tensor("x").sizes()) return results_.fail(id, "the output has the wrong shape");
-    auto per_head = output->to(at::kDouble).reshape({c.batch, c.tokens, c.heads, head_dim}).transpose(1, 2);
-    auto observed = per_head.narrow(-1, 0, c.tokens);  // (B, H, N, N)
-    auto row_sums = per_head.select(-1, c.tokens);     // (B, H, N)
-    auto clean = expected(run).weights;                // eval-mode weights
-    const double p = kProbeDropout;
-    const auto evidence_base = "input: " + run.describe();
-
-    auto zeros = observed.eq(0);
-    const double count = static_cast<double>(observed.numel());
-    const double rate = zeros.sum().item<double>() / count;
-    const double z = (rate - p) / std::sqrt(p * (1 - p) / count);
-    std::ostringstream rate_text;
-    rate_text.precision(3);
-    rate_text << "observed drop rate " << rate << " over " << observed.numel()
-              << " attention weights, expected p = " << p << " (z = " << z << ")";
-    if (rate == 0) {
-      if (compare(clean, observed, exercise_.tolerance("float64")).ok) {
-        return results_.fail(id, "in training mode nothing is dropped: dropout must be active in training",
-                             {evidence_base, rate_text.str()});
-      }
-      return results_.fail(id,
-                           "in training no attention weight is exactly zero although the output is perturbed: "
-                           "dropout must act on the weights after the softmax, not on the scores before it",
-                           {evidence_base, rate_text.str()});
-    }
-    if (std::abs(z) > 5) {
-      const bool swapped = std::abs(rate - (1 - p)) < 5 * std::sqrt(p * (1 - p) / count);
-      return results_.fail(id,
-                           swapped ? "attention weights are dropped at rate 1 - p: p is the drop probability, not the "
-                                     "keep probability"
-                                   : "the fraction of dropped attention weights does not match the dropout probability",
-                           {evidence_base, rate_text.str()});
-    }
-    auto kept = ~zeros;
-    auto ratio = observed.masked_select(kept) / clean.masked_select(kept);
-    auto scale_cmp = compare(at::full_like(ratio, 1.0 / (1 - p)), ratio, {1e-6, 1e-9});
-    if (!scale_cmp.ok) {
-      double median = ratio.median().item<double>();
-      return results_.fail(id, "the surviving attention weights are not scaled by 1/(1-p) (inverted dropout)",
-                           {evidence_base, "kept weight / clean weight: median " + std::to_string(median) +
-                                               ", expected " + std::to_string(1 / (1 - p))});
-    }
-    auto sum_cmp = compare(observed.sum(-1), row_sums, exercise_.tolerance("float64"));
-    if (!sum_cmp.ok) {
-      return results_.fail(
-          id,
-          "the drop pattern does not follow the attention weights: dropout is applied to another "
-          "tensor (values, heads or output), not to the weights after the softmax",
-          {evidence_base, "row sums of the kept weights vs the values' sum column: " + sum_cmp.detail});
-    }
-    return results_.pass(id, rate_text.str() + "; survivors scaled by 1/(1-p)");
-  }
-
-  CheckResult gradients() {
-    const auto& run = input_->at("gradients");
-    if (auto why = not_runnable(run)) return results_.fail("gradients", *why);
-    if (mismatch("gradients", run, exercise_.tolerance("float64"))) {
-      return results_.skip("gradients", "not assessed: the forward output is wrong, so gradients cannot be compared");
-    }
-    auto x = run.request.tensor("x").clone().requires_grad_(true);
-    auto parameters = parameters_of(run);
-    for (auto& [name, tensor] : parameters) tensor.requires_grad_(true);
-    auto output = reference::multi_head_self_attention(x, parameters, run.request.integer("num_heads")).output;
-    output.backward(run.request.tensor("grad_output"));
-    std::vector<std::string> evidence;
-    auto compare_grad = [&](const std::string& label, const std::string& field, const at::Tensor& want) {
-      std::string why;
-      auto got = learner_tensor(run, field, why);
-      if (!got) {
-        evidence.push_back(label + ": no gradient reached it");
-        return;
-      }
-      auto cmp = compare(want, *got, exercise_.tolerance("float64"));
-      if (!cmp.ok) evidence.push_back(label + " gradient: " + cmp.detail);
-    };
-    compare_grad("input x", "grad.x", x.grad());
-    for (const auto& [name, tensor] : parameters) compare_grad(name, "grad.param." + name, tensor.grad());
-    if (evidence.empty()) return results_.pass("gradients", "gradients of x and every parameter match the reference");
-    evidence.insert(evidence.begin(), "input: " + run.describe());
-    return results_.fail("gradients",
-                         "the gradients are wrong or missing: something detaches the graph (detach, NoGradGuard, "
-                         "data()) or is not differentiable",
-                         evidence);
-  }
-
-  const Exercise& exercise_;
-  ResultBuilder results_;
-  const JudgeInput* input_ = nullptr;
-};
+  return results.pass(spec.id, rate_text + "; survivors scaled by 1/(1-p)");
+}
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_mhsa(const Exercise& exercise) { return std::make_unique<MhsaSuite>(exercise); }
+std::unique_ptr<Suite> make_suite_exercise_mhsa(const Exercise& exercise) {
+  auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
+  suite->probe(probe());
+  suite->extra_cases(add_dropout_probe);
+  suite->custom("dropout_probability", dropout_probability);
+  suite->custom("dropout_on_attention_weights", dropout_on_attention_weights);
+  return suite;
+}
 
 }  // namespace grader

@@ -185,6 +185,11 @@ Kit& Kit::extra_cases(std::function<void(Kit&, std::vector<wire::Record>&, at::G
   return *this;
 }
 
+bool Kit::has_focus_point(const std::string& id) const {
+  return std::any_of(exercise_.focus_points.begin(), exercise_.focus_points.end(),
+                     [&](const FocusPoint& p) { return p.id == id; });
+}
+
 bool Kit::has_mask_input() const {
   for (const auto& input : exercise_.signature.inputs) {
     if (input.kind == "attention_mask") return true;
@@ -223,7 +228,9 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
       if (mask.defined()) record.tensors["input." + input.name] = mask;
       continue;
     }
-    record.tensors["input." + input.name] = at::randn(shape_of(input, spec.dims), generator, options);
+    // "logits: large" puts scores in the thousands (a softmax without its max subtracted overflows).
+    const double spread = spec.trait("logits", "normal") == "large" ? 40.0 : 1.0;
+    record.tensors["input." + input.name] = at::randn(shape_of(input, spec.dims), generator, options) * spread;
   }
   for (const auto& param : sig.parameters) {
     auto shape = shape_of(param, spec.dims);
@@ -335,7 +342,9 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     // Query and key magnitudes with distinct score gaps.
     auto a = (at::arange(Nq, at::kDouble) * 0.35 + 0.7).unsqueeze(0).repeat({B, 1}) +
              at::arange(B, at::kDouble).unsqueeze(1) * 0.05;
-    auto b = (at::arange(Nk, at::kDouble) * (2.0 / std::max<int64_t>(1, Nk - 1)) - 1.0).unsqueeze(0).repeat({B, 1}) -
+    // Not a linear function of the position, so keys computed from the queries (or any other
+    // input) cannot pass for a rescaled q.k.
+    auto b = (at::arange(Nk, at::kDouble) * 1.3 + 0.4).sin().unsqueeze(0).repeat({B, 1}) -
              at::arange(B, at::kDouble).unsqueeze(1) * 0.1;
     for (const std::string which : {"scale", "mask"}) {
       if (which == "mask" && !has_mask_input()) continue;
@@ -515,7 +524,7 @@ std::optional<CheckResult> Kit::attribute_to_feature(const std::string& check) c
     }
     auto result =
         feature.mistake.empty() ? results_.fail(check, "") : results_.fail_with_mistake(check, feature.mistake, {});
-    result.message = "your code fails exactly when " + feature.when + ": " + feature.says;
+    result.message = "your code fails exactly on the configurations where " + feature.when + ": " + feature.says;
     result.focus_point = feature.focus_point;
     result.evidence = evidence;
     return result;
@@ -542,7 +551,7 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     if (auto featured = attribute_to_feature(check)) return *featured;
     return results_.threw(check, run);
   }
-  if (auto why = not_runnable(run)) return results_.fail(check, *why);
+  if (auto why = not_runnable(run)) return results_.skip(check, "not assessed: " + *why);
 
   const auto dtype = run.request.string_or("dtype", "float64");
   const auto& tolerance = exercise_.tolerance(dtype);
@@ -562,10 +571,7 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
                                 "your results have float32 precision in a float64 check (relative error about 1e-7 "
                                 "instead of 1e-15): is a tensor or a constant computed in float32?",
                                 evidence);
-    if (std::any_of(exercise_.focus_points.begin(), exercise_.focus_points.end(),
-                    [](const FocusPoint& p) { return p.id == "numerics"; })) {
-      result.focus_point = "numerics";
-    }
+    if (has_focus_point("numerics")) result.focus_point = "numerics";
     return result;
   }
   for (const auto& mistake : exercise_.mistakes) {
@@ -649,6 +655,7 @@ CheckResult Kit::shapes(const CheckSpec& spec) const {
     if (not_runnable(run)) return explain(spec.id, id);
     const auto dims = data_of(run).dims;
     for (const auto& output : exercise_.signature.outputs) {
+      if (!spec.option("output").empty() && spec.option("output") != output.name) continue;
       std::string why;
       auto tensor = learner_tensor(run, output.name, why);
       if (!tensor) return results_.fail(spec.id, why + " (" + run.describe() + ")");
@@ -673,14 +680,29 @@ CheckResult Kit::numerics(const CheckSpec& spec) const {
       for (const auto& output : exercise_.signature.outputs) {
         auto got = run.response.string_or(output.name + ".dtype", want);
         if (got != want && got != "undefined") {
-          return results_.fail(spec.id,
-                               dtype + " inputs gave a " + output.name + " of dtype " + got +
-                                   ": keep the inputs' dtype (do not hard-code one)",
-                               {"input: " + run.describe()});
+          auto result = results_.fail(spec.id,
+                                      dtype + " inputs gave a " + output.name + " of dtype " + got +
+                                          ": keep the inputs' dtype (do not hard-code one)",
+                                      {"input: " + run.describe()});
+          if (has_focus_point("numerics")) result.focus_point = "numerics";
+          return result;
         }
       }
     }
     if (status(id) != CaseStatus::matches) return explain(spec.id, id);
+    // Matching within tolerance is not enough where the mask hides a key: its weight must be exactly 0.
+    auto zero_in = spec.option("zero_where_masked");
+    if (!zero_in.empty() && run.request.has_tensor("input.mask")) {
+      std::string why;
+      auto weights = learner_tensor(run, zero_in, why);
+      auto hidden = (run.request.tensor("input.mask") == 0).expand_as(*weights);
+      auto leaked = weights->masked_select(hidden).ne(0).sum().item<int64_t>();
+      if (leaked > 0) {
+        return results_.fail(
+            spec.id, "masked positions must get exactly zero weight (fill with -inf before the softmax)",
+            {"input: " + run.describe(), std::to_string(leaked) + " masked weights are not exactly 0"});
+      }
+    }
   }
   return results_.pass(spec.id, "matches the reference in " + std::to_string(ids.size()) + " configuration" +
                                     (ids.size() == 1 ? "" : "s"));
@@ -785,6 +807,16 @@ CheckResult Kit::masked_values(const CheckSpec& spec) const {
   for (const auto* run : {&base, &repeat, &changed}) {
     if (not_runnable(*run)) return explain(spec.id, id);
   }
+  // Results wrong for a reason of another focus point (a scrambled matmul
+  // mixes masked keys in too) say nothing about masking.
+  const auto s = status(id);
+  if (s == CaseStatus::differs) {
+    auto reason = explain(spec.id, id);
+    if (reason.focus_point != spec.focus_point) {
+      return results_.skip(spec.id, "not assessed: your results on this input are wrong for another reason (" +
+                                        reason.focus_point + ": " + first_line(reason.message) + ")");
+    }
+  }
   const auto& name = exercise_.signature.outputs.front().name;
   std::string why;
   auto first = learner_tensor(base, name, why);
@@ -847,6 +879,16 @@ CheckResult Kit::attention_scale(const CheckSpec& spec) const {
   auto weights = probe_->read(run, why);
   if (!weights) return results_.skip(spec.id, "not assessed: " + why);
   auto w = weights->to(at::kDouble);
+  // Only a softmax over the keys (perhaps times the scale, applied late) has a scale to read.
+  const double want = 1.0 / std::sqrt(evaluate(probe_->head_dim, probe_->dims));
+  auto rows = w.sum(-1);
+  const double low = rows.min().item<double>(), high = rows.max().item<double>();
+  const bool distribution = std::abs(low - 1) < 1e-6 && std::abs(high - 1) < 1e-6;
+  if (!distribution && !(near(low, high) && (near(low, want) || near(low, 1 / want)))) {
+    return results_.skip(spec.id,
+                         "not assessed: your attention weights are not a distribution over the keys, so no "
+                         "scale can be read from them (see the softmax check)");
+  }
   if (!(w > 0).all().item<bool>() || !at::isfinite(w).all().item<bool>()) {
     return results_.skip(spec.id,
                          "not assessed: some attention weights are zero, negative or not finite without a "
@@ -864,7 +906,6 @@ CheckResult Kit::attention_scale(const CheckSpec& spec) const {
                          "for any single constant c (see the other checks)");
   }
   const auto quantities = quantities_of(*probe_);
-  const double want = 1.0 / std::sqrt(evaluate(probe_->head_dim, probe_->dims));
   std::vector<std::string> evidence = {"input: " + run.describe(),
                                        "measured from the ratios of your attention weights: log(w_ij / w_i0) = "
                                        "c * (q_i.k_j - q_i.k_0), fitted over " +
@@ -927,6 +968,11 @@ CheckResult Kit::attention_axis(const CheckSpec& spec) const {
                              ": something scales the weights, the values or the output after the softmax",
                          evidence);
   }
+  if (!probe_->direct) {
+    return results_.skip(spec.id,
+                         "not assessed: the attention weights read from your output are not a distribution "
+                         "over the keys, in no pattern the grader recognises (see the other checks)");
+  }
   return results_.fail(spec.id, "each query's weights must be a distribution over the keys (softmax over dim -1)",
                        evidence);
 }
@@ -938,6 +984,17 @@ CheckResult Kit::attention_mask(const CheckSpec& spec) const {
   auto weights = probe_->read(run, why);
   if (!weights) return results_.skip(spec.id, "not assessed: " + why);
   auto w = weights->to(at::kDouble);
+  // Without a mask the weights must be a distribution over the keys, or a mask cannot be judged from them.
+  {
+    const auto& plain = input_->at(probe_case("scale"));
+    std::string unused;
+    auto unmasked = not_runnable(plain) ? std::nullopt : probe_->read(plain, unused);
+    if (!unmasked || (unmasked->to(at::kDouble).sum(-1) - 1).abs().max().item<double>() > 1e-6) {
+      return results_.skip(spec.id,
+                           "not assessed: even without a mask your attention weights are not a distribution "
+                           "over the keys (see the softmax check), so masking cannot be measured on them");
+    }
+  }
   auto hidden = (run.request.tensor("probe.mask") == 0).expand_as(w);
   auto masked = w.masked_select(hidden), kept = w.masked_select(~hidden);
   auto rows = w.sum(-1);

@@ -61,6 +61,7 @@ struct AttentionProbe {
   std::map<std::string, std::string> quantities;  // learner's name -> expression ("num_heads" -> "H")
   std::function<void(wire::Record&, const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask)> design;
   std::function<std::optional<at::Tensor>(const CaseRun&, std::string& why)> read;
+  bool direct = false;  // read() returns weights the learner returned, not ones inferred from an output
 };
 
 class Kit;
@@ -120,6 +121,7 @@ class Kit : public Suite {
   std::optional<CheckResult> explain_error(const std::string& check, const CaseRun& run) const;
   std::string smallest_failing() const;
   bool has_mask_input() const;
+  bool has_focus_point(const std::string& id) const;
 
   const Exercise& exercise_;
   ResultBuilder results_;
