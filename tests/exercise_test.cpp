@@ -61,7 +61,7 @@ TEST(Exercises, EveryExerciseLoadsAndMatchesItsCheckCode) {
 
 TEST(Exercises, UnknownIdSuggestsTheClosest) {
   try {
-    find_exercise_dir(project_root() / "exercises", "exercise_mhs");
+    find_exercise_dir(project_root() / "exercises", "exercise_mhsq");
     FAIL() << "expected UsageError";
   } catch (const UsageError& error) {
     EXPECT_NE(std::string(error.what()).find("did you mean 'exercise_mhsa'"), std::string::npos);
