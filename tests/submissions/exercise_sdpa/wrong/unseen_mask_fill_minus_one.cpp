@@ -1,0 +1,17 @@
+// Wrong: masked scores are set to -1 instead of -inf, so masked keys keep a weight of exp(-1).
+#include "sdpa.h"
+
+#include <cmath>
+#include <limits>
+
+std::tuple<torch::Tensor, torch::Tensor> scaled_dot_product_attention(
+    const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
+    const torch::Tensor& mask) {
+  const auto d_k = query.size(-1);
+  auto scores = torch::matmul(query, key.transpose(-2, -1)) / std::sqrt(static_cast<double>(d_k));
+  if (mask.defined()) {
+    scores = scores.masked_fill(mask == 0, -1.0);
+  }
+  auto weights = torch::softmax(scores, -1);
+  return {torch::matmul(weights, value), weights};
+}
