@@ -285,7 +285,6 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
   }
   exercise.forbidden_operators = read.texts(root, "forbidden_operators", false);
   exercise.forbidden_symbols = read.texts(root, "forbidden_symbols", false);
-  exercise.parameters = read.texts(root, "parameters", false);
 
   std::set<std::string> points;
   for (const auto& node : read.list(root, "focus_points")) {

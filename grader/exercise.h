@@ -113,7 +113,6 @@ struct Exercise {
   std::map<std::string, Tolerance> tolerances;  // by dtype name: float32, float64
   std::vector<std::string> forbidden_operators;
   std::vector<std::string> forbidden_symbols;
-  std::vector<std::string> parameters;
   std::vector<FocusPoint> focus_points;
   std::vector<CheckSpec> checks;
   std::vector<Mistake> mistakes;

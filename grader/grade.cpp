@@ -51,8 +51,6 @@ class Scratch {
   bool keep_;
 };
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 }  // namespace
 
 GradeReport grade(const GradeOptions& options) {

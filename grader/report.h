@@ -69,6 +69,9 @@ constexpr size_t kMaxShownOutput = 16 * 1024;
 // what was cut; `already_cut`: the text was cut before (at the output limit).
 std::string capped(const std::string& text, size_t max_bytes, bool already_cut = false);
 
+// The text up to its first newline (one line of an error message).
+inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 // Text safe to print on a terminal: C0 and C1 control characters, DEL,
 // bidirectional overrides and bytes that are not UTF-8 become visible escapes
 // (\x1b, \u202e); newlines and tabs stay.

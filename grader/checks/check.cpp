@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "errors.h"
+#include "report.h"
 #include "runner/op_recorder.h"
 
 namespace grader {
@@ -43,10 +44,7 @@ CheckResult ResultBuilder::fail_with_mistake(const std::string& check, const std
 }
 
 CheckResult ResultBuilder::threw(const std::string& check, const CaseRun& run) const {
-  auto error = run.error();
-  auto newline = error.find('\n');
-  if (newline != std::string::npos) error = error.substr(0, newline);
-  return fail(check, "your code threw an error on " + run.describe() + ": " + error);
+  return fail(check, "your code threw an error on " + run.describe() + ": " + first_line(run.error()));
 }
 
 std::string shape_string(at::IntArrayRef sizes) {
@@ -191,36 +189,6 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
                         "which operators computed your answer");
   }
   return results.pass("no_builtins", "only basic operations ran");
-}
-
-namespace {
-
-void require_same_ids(const Exercise& exercise, const std::string& what, const std::vector<std::string>& declared,
-                      const std::vector<std::string>& implemented) {
-  std::set<std::string> want(declared.begin(), declared.end()), have(implemented.begin(), implemented.end());
-  for (const auto& id : want) {
-    if (!have.count(id)) {
-      throw ConfigError((exercise.dir / "exercise.yaml").string() + ": " + what + " '" + id +
-                        "' has no implementation in grader/checks/" + exercise.id);
-    }
-  }
-  for (const auto& id : have) {
-    if (!want.count(id)) {
-      throw ConfigError((exercise.dir / "exercise.yaml").string() + ": " + what + " '" + id +
-                        "' is implemented but not declared");
-    }
-  }
-}
-
-}  // namespace
-
-void require_implemented(const Exercise& exercise, const std::vector<std::string>& checks,
-                         const std::vector<std::string>& mistakes) {
-  std::vector<std::string> declared_checks, declared_mistakes;
-  for (const auto& check : exercise.checks) declared_checks.push_back(check.id);
-  for (const auto& mistake : exercise.mistakes) declared_mistakes.push_back(mistake.id);
-  require_same_ids(exercise, "check", declared_checks, checks);
-  require_same_ids(exercise, "mistake", declared_mistakes, mistakes);
 }
 
 bool is_matrix_product(const std::string& op) {

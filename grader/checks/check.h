@@ -57,8 +57,8 @@ class Suite {
   virtual std::vector<CheckResult> judge(const JudgeInput& input) = 0;
 };
 
-// The suite for an exercise; throws ConfigError if exercise.yaml and the check
-// code disagree (a check or mistake without code, or code without an entry).
+// The suite for an exercise (generated registry, see grader/CMakeLists.txt);
+// throws ConfigError if exercise.yaml names a check kind no code implements.
 std::unique_ptr<Suite> make_suite(const Exercise& exercise);
 
 // ---- helpers for suites -------------------------------------------------
@@ -102,11 +102,6 @@ std::optional<std::string> diagnose(const Exercise& exercise, const std::map<std
 CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input);
 
 std::string shape_string(at::IntArrayRef sizes);
-
-// Throws ConfigError unless the checks and mistakes declared in exercise.yaml
-// are exactly those the suite has code for.
-void require_implemented(const Exercise& exercise, const std::vector<std::string>& checks,
-                         const std::vector<std::string>& mistakes);
 
 template <typename Map>
 std::vector<std::string> keys_of(const Map& map) {

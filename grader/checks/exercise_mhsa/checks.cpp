@@ -7,7 +7,6 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <sstream>
 
 #include "checks/kit/kit.h"
 #include "multi_head_attention.h"
@@ -132,17 +131,13 @@ void add_dropout_probe(kit::Kit& kit, std::vector<wire::Record>& cases, at::Gene
 CheckResult dropout_probability(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& run = kit.input().at("dropout_probe");
   if (!run.response.ints.count("constructed")) return kit.results().threw(spec.id, run);
-  std::istringstream lines(run.response.string_or("dropouts", ""));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("dropout ", 0) != 0) continue;
-    const double p = std::stod(line.substr(8));
-    if (std::abs(p - kDropout) > 1e-12) {
-      return kit.results().fail(spec.id, "the registered dropout does not use the constructor's probability",
-                                {fmt::format("constructed with dropout={}, registered Dropout has p={}", kDropout, p)});
-    }
-    return kit.results().pass(spec.id, "dropout uses the probability given to the constructor");
+  auto p = kit::registered_dropout(run, "dropout");
+  if (!p) return kit.results().skip(spec.id, "not assessed: no Dropout registered as 'dropout'");
+  if (std::abs(*p - kDropout) > 1e-12) {
+    return kit.results().fail(spec.id, "the registered dropout does not use the constructor's probability",
+                              {fmt::format("constructed with dropout={}, registered Dropout has p={}", kDropout, *p)});
   }
-  return kit.results().skip(spec.id, "not assessed: no Dropout registered as 'dropout'");
+  return kit.results().pass(spec.id, "dropout uses the probability given to the constructor");
 }
 
 // Judged against the learner's own eval-mode weights, so a mistake elsewhere

@@ -7,10 +7,8 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
   grader::driver::run_module_case(
       request, response,
       [&] {
-        const double dropout = request.reals.count("ctor.dropout")
-                                   ? request.real("ctor.dropout")
-                                   : static_cast<double>(request.integer("ctor.dropout"));
-        return MultiHeadSelfAttention(request.integer("ctor.dim"), request.integer("ctor.num_heads"), dropout);
+        return MultiHeadSelfAttention(request.integer("ctor.dim"), request.integer("ctor.num_heads"),
+                                      request.real("ctor.dropout"));
       },
       [](MultiHeadSelfAttention& module, const grader::driver::Inputs& in) { return module->forward(in("x")); });
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "errors.h"
+#include "report.h"
 #include "runner/op_recorder.h"
 
 namespace grader::kit {
@@ -19,13 +20,18 @@ const std::set<std::string> kKinds = {"parameters",  "rejects",         "shapes"
                                       "gradients",   "deterministic",   "masked_values",  "work_growth",
                                       "no_builtins", "attention_scale", "attention_axis", "attention_mask"};
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
+}
+
+// Every constructor argument travels as a real; a whole number also as an
+// integer, so drivers read each argument with the type the module takes.
+void put_constructor_argument(wire::Record& record, const std::string& name, double value) {
+  record.reals["ctor." + name] = value;
+  if (value == std::floor(value)) record.ints["ctor." + name] = static_cast<int64_t>(value);
 }
 
 at::ScalarType dtype_of(const std::string& name) { return name == "float32" ? at::kFloat : at::kDouble; }
@@ -131,6 +137,13 @@ int64_t evaluate_dim(const std::string& expression, const Dims& dims) {
   return static_cast<int64_t>(value);
 }
 
+std::optional<double> registered_dropout(const CaseRun& run, const std::string& path) {
+  for (const auto& line : split_lines(run.response.string_or("dropouts", ""))) {
+    if (line.rfind(path + " ", 0) == 0) return std::stod(line.substr(path.size() + 1));
+  }
+  return std::nullopt;
+}
+
 std::string repeat_case(const std::string& id) { return id + "~repeat"; }
 std::string masked_values_case(const std::string& id) { return id + "~masked_values"; }
 std::string probe_case(const std::string& which) { return "probe~" + which; }
@@ -215,12 +228,7 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
     describe += (describe.empty() ? "" : " ") + name + "=" + std::to_string(value);
   }
   for (const auto& [name, expression] : sig.constructor) {
-    const double value = evaluate(expression, spec.dims);
-    if (value == std::floor(value)) {
-      record.ints["ctor." + name] = static_cast<int64_t>(value);
-    } else {
-      record.reals["ctor." + name] = value;
-    }
+    put_constructor_argument(record, name, evaluate(expression, spec.dims));
   }
   for (const auto& input : sig.inputs) {
     if (input.kind == "attention_mask") {
@@ -324,12 +332,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     for (const auto& [name, expression] : exercise_.signature.constructor) {
       auto given = check.option("constructor." + name);
       if (given.empty()) throw ConfigError("check '" + check.id + "' gives no constructor." + name);
-      const double value = evaluate(given, {});
-      if (value == std::floor(value)) {
-        record.ints["ctor." + name] = static_cast<int64_t>(value);
-      } else {
-        record.reals["ctor." + name] = value;
-      }
+      put_constructor_argument(record, name, evaluate(given, {}));
       describe += (describe.empty() ? "" : ", ") + name + " = " + given;
     }
     record.strings["describe"] = "constructing with " + describe;
@@ -367,6 +370,7 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   input_ = &input;
   status_.clear();
   findings_.reset();
+  probe_results_.clear();
   std::vector<CheckResult> out;
   for (const auto& spec : exercise_.checks) {
     try {
@@ -395,9 +399,7 @@ CheckResult Kit::run_kind(const CheckSpec& spec) const {
   if (k == "deterministic") return deterministic(spec);
   if (k == "masked_values") return masked_values(spec);
   if (k == "work_growth") return work_growth(spec);
-  if (k == "attention_scale") return attention_scale(spec);
-  if (k == "attention_axis") return attention_axis(spec);
-  if (k == "attention_mask") return attention_mask(spec);
+  if (k.rfind("attention_", 0) == 0) return probe_result(spec);
   if (k == "no_builtins") {
     auto result = check_no_builtins(results_, *input_);
     result.id = spec.id;
@@ -537,10 +539,19 @@ const std::vector<CheckResult>& Kit::findings() const {
   findings_.emplace();
   for (const auto& spec : exercise_.checks) {
     if (spec.kind.rfind("attention_", 0) != 0) continue;
-    auto result = run_kind(spec);
+    const auto& result = probe_result(spec);
     if (result.status == CheckStatus::failed) findings_->push_back(result);
   }
   return *findings_;
+}
+
+const CheckResult& Kit::probe_result(const CheckSpec& spec) const {
+  auto found = probe_results_.find(spec.id);
+  if (found != probe_results_.end()) return found->second;
+  CheckResult result = spec.kind == "attention_scale"  ? attention_scale(spec)
+                       : spec.kind == "attention_axis" ? attention_axis(spec)
+                                                       : attention_mask(spec);
+  return probe_results_.emplace(spec.id, std::move(result)).first->second;
 }
 
 CheckResult Kit::explain(const std::string& check, const std::string& case_id) const {
@@ -574,19 +585,12 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     if (has_focus_point("numerics")) result.focus_point = "numerics";
     return result;
   }
-  for (const auto& mistake : exercise_.mistakes) {
-    if (std::find(replayable_.begin(), replayable_.end(), mistake.id) == replayable_.end()) continue;
-    auto variant = expected(run, mistake.id);
-    if (variant.empty()) continue;
-    bool all_match = true;
-    for (const auto& [name, want] : variant) {
-      auto got = learner.find(name);
-      if (got == learner.end() || !compare(want, got->second, tolerance).ok) {
-        all_match = false;
-        break;
-      }
-    }
-    if (all_match) return results_.fail_with_mistake(check, mistake.id, evidence);
+  auto replay = [&](const std::string& mistake) {
+    const bool replayable = std::find(replayable_.begin(), replayable_.end(), mistake) != replayable_.end();
+    return replayable ? expected(run, mistake) : Tensors{};
+  };
+  if (auto mistake = diagnose(exercise_, learner, replay, tolerance)) {
+    return results_.fail_with_mistake(check, *mistake, evidence);
   }
   for (const auto& finding : findings()) {
     auto result = results_.fail(check, "explained by a measurement (" + finding.id + "): " + finding.message, evidence);
@@ -617,8 +621,7 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
   }
   std::string names;
   for (const auto& param : exercise_.signature.parameters) {
-    names += (names.empty() ? "" : ", ") + param.name + " " +
-             shape_string(shape_of(param, run.request.ints.empty() ? Dims{} : data_of(run).dims));
+    names += (names.empty() ? "" : ", ") + param.name + " " + shape_string(shape_of(param, data_of(run).dims));
   }
   if (!evidence.empty()) {
     for (const auto& line : split_lines(run.response.string_or("parameters", ""))) {
@@ -627,12 +630,8 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
     return results_.fail(spec.id, "the grader loads weights by name and shape: register exactly " + names, evidence);
   }
   auto dropout = spec.option("dropout");
-  if (!dropout.empty()) {
-    bool found = false;
-    for (const auto& line : split_lines(run.response.string_or("dropouts", ""))) {
-      found |= line.rfind(dropout + " ", 0) == 0;
-    }
-    if (!found) return results_.fail(spec.id, "no Dropout submodule is registered under the name '" + dropout + "'");
+  if (!dropout.empty() && !registered_dropout(run, dropout)) {
+    return results_.fail(spec.id, "no Dropout submodule is registered under the name '" + dropout + "'");
   }
   return results_.pass(spec.id, "every parameter is registered under its name with its shape");
 }

@@ -117,6 +117,7 @@ class Kit : public Suite {
   CheckResult attention_axis(const CheckSpec& spec) const;
   CheckResult attention_mask(const CheckSpec& spec) const;
   std::vector<std::string> cases_of(const CheckSpec& spec) const;
+  const CheckResult& probe_result(const CheckSpec& spec) const;
   std::optional<CheckResult> attribute_to_feature(const std::string& check) const;
   std::optional<CheckResult> explain_error(const std::string& check, const CaseRun& run) const;
   std::string smallest_failing() const;
@@ -133,13 +134,16 @@ class Kit : public Suite {
   const JudgeInput* input_ = nullptr;
   mutable std::map<std::string, CaseStatus> status_;
   mutable std::optional<std::vector<CheckResult>> findings_;
+  mutable std::map<std::string, CheckResult> probe_results_;  // attention_* checks by id, run once per grade
 };
 
 // Case ids the kit derives from a yaml case: its repeat, and the twin with the
 // values at masked keys replaced.
 std::string repeat_case(const std::string& id);
 std::string masked_values_case(const std::string& id);
-std::string probe_case(const std::string& which);  // "scale" (no mask) or "mask"
+std::string probe_case(const std::string& which);
+// The p of the Dropout the driver found registered at `path`, if any.
+std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
 
 // A number as a learner reads it, with a name where it equals one: 0.5 with
 // quantities {num_heads: 4} gives "0.5000 = 1/sqrt(4) = 1/sqrt(num_heads)".
