@@ -44,7 +44,9 @@ CheckResult ResultBuilder::fail_with_mistake(const std::string& check, const std
 }
 
 CheckResult ResultBuilder::threw(const std::string& check, const CaseRun& run) const {
-  return fail(check, "your code threw an error on " + run.describe() + ": " + first_line(run.error()));
+  // The error in the message, the case in the evidence: one error met by
+  // several checks on several cases reads as one message (the report says it once).
+  return fail(check, "your code threw an error: " + first_line(run.error()), {"input: " + run.describe()});
 }
 
 std::string shape_string(at::IntArrayRef sizes) {
