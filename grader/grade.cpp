@@ -254,7 +254,7 @@ GradeReport grade(const GradeOptions& options) {
   for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;
   verdict.summary =
       missed > 0 ? std::to_string(missed) + " focus point(s) missed; read the explanations below, fix, and grade again."
-                 : "Some checks could not be assessed; read their reasons below.";
+                 : "No focus point could be assessed; read the reasons below.";
   // One error everywhere (the untouched starter, say) is the thing to say.
   std::set<std::string> errors;
   for (const auto& [id, run] : input.cases) {

@@ -17,9 +17,11 @@ void GradeReport::assess_focus_points(const std::vector<FocusPoint>& points) {
     bool vouched = false, partly_unassessed = false;
     for (size_t i = 0; i < checks.size(); ++i) {
       const auto& check = checks[i];
-      bool counts = check.focus_point == point.id;
+      bool counts = check.focus_point == point.id || std::find(check.also_against.begin(), check.also_against.end(),
+                                                               point.id) != check.also_against.end();
       bool covers = std::find(check.covers.begin(), check.covers.end(), point.id) != check.covers.end();
-      if (check.status == CheckStatus::failed && counts) result.failed.push_back(i);
+      if (check.status == CheckStatus::failed && counts && check.blames_focus) result.failed.push_back(i);
+      if (check.status == CheckStatus::failed && counts && !check.blames_focus) partly_unassessed = true;
       if (check.status == CheckStatus::passed && (counts || covers)) vouched = true;
       if (check.status == CheckStatus::skipped && counts) partly_unassessed = true;
     }
@@ -228,8 +230,17 @@ std::string render_text(const GradeReport& report, bool color) {
     }
     out += "\n" + p.bold("Checks") + "\n";
     for (const auto& check : report.checks) {
-      if (check.status == CheckStatus::failed) {
+      if (check.status == CheckStatus::failed && check.blames_focus) {
         out += p.red("  ✗ ") + check.id + p.dim(" [" + check.focus_point + "] (above)") + "\n";
+        continue;
+      }
+      if (check.status == CheckStatus::failed) {  // counted against no focus point: shown here
+        if (!shown.insert(check.message).second) {
+          out += p.red("  ✗ ") + check.id + ": " + p.dim("the same as above") + "\n";
+          continue;
+        }
+        out += p.red("  ✗ ") + check.id + ": " + printable(check.message) + "\n";
+        for (const auto& line : check.evidence) out += "      " + printable(line) + "\n";
         continue;
       }
       std::string mark = check.status == CheckStatus::passed ? p.green("  ✓ ") : p.yellow("  - ");
@@ -269,6 +280,9 @@ std::string render_json(const GradeReport& report) {
     item["message"] = check.message;
     item["evidence"] = check.evidence;
     if (!check.mistake.empty()) item["mistake"] = check.mistake;
+    if (!check.also_against.empty()) item["also_against"] = check.also_against;
+    if (!check.also_mistakes.empty()) item["also_mistakes"] = check.also_mistakes;
+    if (!check.blames_focus) item["blames_focus"] = false;
     json["checks"].push_back(item);
   }
   json["focus_points"] = nlohmann::ordered_json::array();

@@ -157,7 +157,9 @@ TEST(Sandbox, ShowsFilesInAFolderTheSandboxedUserCannotEnter) {
   std::ofstream(dir / "inner" / "hidden.txt") << "hidden";
   auto scratch = scratch_base() / ("judge-test-" + std::to_string(getpid()));
   fs::create_directories(scratch);
-  if (status.drop_to_nobody) ASSERT_EQ(chown(scratch.c_str(), kNobody, kNobody), 0);
+  if (status.drop_to_nobody) {
+    ASSERT_EQ(chown(scratch.c_str(), kNobody, kNobody), 0);
+  }
   Confinement view;
   view.read_only = {(dir / "inner" / "shown.txt").string()};
   view.writable = view.work_dir = scratch.string();

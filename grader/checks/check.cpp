@@ -20,18 +20,19 @@ const CaseRun& JudgeInput::at(const std::string& id) const {
 
 CheckResult ResultBuilder::pass(const std::string& check, const std::string& message) const {
   const auto& spec = exercise_.check(check);
-  return {spec.id, spec.focus_point, spec.covers, CheckStatus::passed, message, {}, {}};
+  return {spec.id, spec.focus_point, spec.covers, CheckStatus::passed, message, {}, {}, {}, {}, false, true};
 }
 
 CheckResult ResultBuilder::fail(const std::string& check, const std::string& message,
                                 std::vector<std::string> evidence) const {
   const auto& spec = exercise_.check(check);
-  return {spec.id, spec.focus_point, spec.covers, CheckStatus::failed, message, std::move(evidence), {}};
+  return {spec.id, spec.focus_point, spec.covers, CheckStatus::failed, message, std::move(evidence), {}, {}, {}, false,
+          true};
 }
 
 CheckResult ResultBuilder::skip(const std::string& check, const std::string& reason) const {
   const auto& spec = exercise_.check(check);
-  return {spec.id, spec.focus_point, spec.covers, CheckStatus::skipped, reason, {}, {}};
+  return {spec.id, spec.focus_point, spec.covers, CheckStatus::skipped, reason, {}, {}, {}, {}, false, true};
 }
 
 CheckResult ResultBuilder::fail_with_mistake(const std::string& check, const std::string& mistake_id,
@@ -46,7 +47,9 @@ CheckResult ResultBuilder::fail_with_mistake(const std::string& check, const std
 CheckResult ResultBuilder::threw(const std::string& check, const CaseRun& run) const {
   // The error in the message, the case in the evidence: one error met by
   // several checks on several cases reads as one message (the report says it once).
-  return fail(check, "your code threw an error: " + first_line(run.error()), {"input: " + run.describe()});
+  auto result = fail(check, "your code threw an error: " + first_line(run.error()), {"input: " + run.describe()});
+  result.threw = true;
+  return result;
 }
 
 std::string shape_string(at::IntArrayRef sizes) {
@@ -125,24 +128,6 @@ std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& 
     return std::nullopt;
   }
   return found->second;
-}
-
-std::optional<std::string> diagnose(const Exercise& exercise, const std::map<std::string, at::Tensor>& learner,
-                                    const MistakeReplay& replay, const Tolerance& tolerance) {
-  for (const auto& mistake : exercise.mistakes) {
-    auto expected = replay(mistake.id);
-    if (expected.empty()) continue;
-    bool all_match = true;
-    for (const auto& [name, tensor] : expected) {
-      auto got = learner.find(name);
-      if (got == learner.end() || !compare(tensor, got->second, tolerance).ok) {
-        all_match = false;
-        break;
-      }
-    }
-    if (all_match) return mistake.id;
-  }
-  return std::nullopt;
 }
 
 CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input) {

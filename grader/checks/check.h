@@ -27,6 +27,11 @@ struct CheckResult {
   std::string message;                // one line the learner can act on
   std::vector<std::string> evidence;  // inputs, expected vs got, max error
   std::string mistake;                // id of the diagnosed known mistake, if any
+  // A failure two mistakes explain counts against the second's focus point too.
+  std::vector<std::string> also_against;
+  std::vector<std::string> also_mistakes;
+  bool threw = false;        // failed because the learner's code threw, no rule attributing the error
+  bool blames_focus = true;  // false: failed, but says nothing about its focus point (every case threw)
 };
 
 // One case as planned by the parent and answered by the child.
@@ -92,11 +97,6 @@ Comparison compare(const at::Tensor& expected, const at::Tensor& got, const Tole
 
 // The learner's tensor `name` from a response, or an explanation of why there is none.
 std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& name, std::string& why_not);
-
-// First known mistake whose replay matches every given learner tensor.
-using MistakeReplay = std::function<std::map<std::string, at::Tensor>(const std::string& mistake_id)>;
-std::optional<std::string> diagnose(const Exercise& exercise, const std::map<std::string, at::Tensor>& learner,
-                                    const MistakeReplay& replay, const Tolerance& tolerance);
 
 // The shared no_builtins check: operators that ran and symbols compiled in.
 CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input);

@@ -35,9 +35,9 @@ const std::map<std::string, std::function<void(MhsaVariant&, double d_model)>>& 
   return table;
 }
 
-kit::Tensors reference_of(const kit::CaseData& data, const std::string& mistake) {
+kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
   MhsaVariant variant;
-  if (!mistake.empty()) bends().at(mistake)(variant, static_cast<double>(data.dims.at("D")));
+  for (const auto& mistake : mistakes) bends().at(mistake)(variant, static_cast<double>(data.dims.at("D")));
   auto mask = data.inputs.count("mask") ? data.inputs.at("mask") : at::Tensor();
   const auto& query = data.inputs.at("query");
   const auto& key = data.inputs.at("key");

@@ -37,10 +37,10 @@ const std::map<std::string, Bend>& bends() {
   return table;
 }
 
-kit::Tensors reference_of(const kit::CaseData& data, const std::string& mistake) {
+kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
   MhsaVariant variant;
   const double dim = static_cast<double>(data.dims.at("D")), heads = static_cast<double>(data.dims.at("H"));
-  if (!mistake.empty()) bends().at(mistake)(variant, dim, dim / heads);
+  for (const auto& mistake : mistakes) bends().at(mistake)(variant, dim, dim / heads);
   return {{"output",
            reference::multi_head_self_attention(data.inputs.at("x"), data.params, data.dims.at("H"), variant).output}};
 }

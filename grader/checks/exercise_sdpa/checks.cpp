@@ -40,9 +40,9 @@ const std::map<std::string, Bend>& bends() {
   return table;
 }
 
-kit::Tensors reference_of(const kit::CaseData& data, const std::string& mistake) {
+kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
   SdpaVariant variant;
-  if (!mistake.empty()) bends().at(mistake)(variant, data.dims);
+  for (const auto& mistake : mistakes) bends().at(mistake)(variant, data.dims);
   auto mask = data.inputs.count("mask") ? data.inputs.at("mask") : at::Tensor();
   auto [output, weights] = reference::scaled_dot_product_attention(data.inputs.at("query"), data.inputs.at("key"),
                                                                    data.inputs.at("value"), mask, variant);

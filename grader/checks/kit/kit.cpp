@@ -16,9 +16,9 @@
 namespace grader::kit {
 namespace {
 
-const std::set<std::string> kKinds = {"parameters",  "rejects",         "shapes",         "numerics",
-                                      "gradients",   "deterministic",   "masked_values",  "work_growth",
-                                      "no_builtins", "attention_scale", "attention_axis", "attention_mask"};
+const std::set<std::string> kKinds = {"parameters",      "rejects",        "shapes",        "numerics",   "gradients",
+                                      "deterministic",   "masked_values",  "work_growth",   "dependence", "no_builtins",
+                                      "attention_scale", "attention_axis", "attention_mask"};
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -80,7 +80,13 @@ std::vector<int64_t> shape_of(const TensorSpec& spec, const Dims& dims) {
 // Equal within a relative 1e-4: measured values are float64 and exact enough.
 bool near(double a, double b) { return std::abs(a - b) <= 1e-4 * std::max(std::abs(a), std::abs(b)) + 1e-12; }
 
-std::string number(double value) { return fmt::format("{:.4f}", value); }
+// Four decimals where they show the value; significant digits where they
+// would not (a fill of -1e-9 is not "-0.0000").
+std::string number(double value) {
+  const double size = std::abs(value);
+  if (value == 0 || (size >= 1e-3 && size < 1e5)) return fmt::format("{:.4f}", value);
+  return fmt::format("{:.4g}", value);
+}
 
 // Evaluates "lhs op rhs" for a case: dims and traits by name, else literals.
 bool feature_holds(const std::string& when, const CaseSpec& spec) {
@@ -147,8 +153,9 @@ std::optional<double> registered_dropout(const CaseRun& run, const std::string& 
 std::string repeat_case(const std::string& id) { return id + "~repeat"; }
 std::string masked_values_case(const std::string& id) { return id + "~masked_values"; }
 std::string probe_case(const std::string& which) { return "probe~" + which; }
+std::string moved_case(const std::string& id, const std::string& what) { return id + "~moved." + what; }
 
-std::string name_scale(double value, const std::map<std::string, double>& quantities) {
+std::string name_scale(double value, const std::map<std::string, double>& quantities, bool measured) {
   std::vector<std::string> names;
   std::string formula;
   if (near(value, 1.0)) return number(value) + " (not scaled at all)";
@@ -169,6 +176,9 @@ std::string name_scale(double value, const std::map<std::string, double>& quanti
   if (!names.empty()) {
     std::string joined;
     for (size_t i = 0; i < names.size(); ++i) joined += (i ? " or " : "") + names[i];
+    // A measured value that equals a quantity's may do so by coincidence
+    // (1/int(sqrt(6)) is 1/sqrt(4) on a probe with 4 heads): say "here".
+    if (measured) return number(value) + " = " + formula + ", which is " + joined + " on this input";
     return number(value) + " = " + formula + " = " + joined;
   }
   const double inverse_square = 1 / (value * value);
@@ -267,11 +277,13 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
   }
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   int64_t case_seed = static_cast<int64_t>(seed % 1000003);
-  std::set<std::string> want_grad, want_repeat, want_masked;
+  std::set<std::string> want_grad, want_repeat, want_masked, want_moved;
   for (const auto& check : exercise_.checks) {
     for (const auto& id : check.cases) {
       if (check.kind == "gradients") want_grad.insert(id);
-      if (check.kind == "deterministic" || check.kind == "masked_values") want_repeat.insert(id);
+      if (check.kind == "deterministic" || check.kind == "masked_values" || check.kind == "dependence")
+        want_repeat.insert(id);
+      if (check.kind == "dependence") want_moved.insert(id);
       if (check.kind == "masked_values") want_masked.insert(id);
     }
   }
@@ -290,6 +302,12 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
       repeat.strings["describe"] += ", run again";
       repeat.ints["seed"] = case_seed++;
       cases.push_back(repeat);
+    }
+    if (want_moved.count(spec.id)) {
+      for (auto& twin : moved_twins(spec, record, generator)) {
+        twin.ints["seed"] = case_seed++;
+        cases.push_back(std::move(twin));
+      }
     }
     if (want_masked.count(spec.id)) {
       // Huge values behind the keys no query may attend to: nothing may move.
@@ -370,7 +388,7 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   input_ = &input;
   status_.clear();
   findings_.reset();
-  probe_results_.clear();
+  measured_.clear();
   std::vector<CheckResult> out;
   for (const auto& spec : exercise_.checks) {
     try {
@@ -383,6 +401,13 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
       throw GraderFault("the check '" + spec.id + "' of " + exercise_.id +
                         " failed inside the grader: " + error.what());
     }
+  }
+  // Code that throws on every case shows no concept missing (unless an error
+  // rule names one): its failures count against no focus point.
+  bool threw_everywhere = true;
+  for (const auto& spec : exercise_.cases) threw_everywhere &= input.at(spec.id).threw();
+  if (threw_everywhere) {
+    for (auto& result : out) result.blames_focus &= !result.threw;
   }
   return out;
 }
@@ -398,8 +423,9 @@ CheckResult Kit::run_kind(const CheckSpec& spec) const {
   if (k == "gradients") return gradients(spec);
   if (k == "deterministic") return deterministic(spec);
   if (k == "masked_values") return masked_values(spec);
+  if (k == "dependence") return measured(spec);
   if (k == "work_growth") return work_growth(spec);
-  if (k.rfind("attention_", 0) == 0) return probe_result(spec);
+  if (k.rfind("attention_", 0) == 0) return measured(spec);
   if (k == "no_builtins") {
     auto result = check_no_builtins(results_, *input_);
     result.id = spec.id;
@@ -429,8 +455,14 @@ CaseData Kit::data_of(const CaseRun& run) const {
   return data;
 }
 
-Tensors Kit::expected(const CaseRun& run, const std::string& mistake) const {
-  return reference_(data_of(run), mistake);
+Tensors Kit::expected(const CaseRun& run, const std::string& mistake) const { return expected(data_of(run), mistake); }
+
+Tensors Kit::expected(const CaseData& data, const std::string& mistake) const {
+  return reference_(data, mistake.empty() ? std::vector<std::string>{} : std::vector<std::string>{mistake});
+}
+
+Tensors Kit::expected(const CaseRun& run, const std::vector<std::string>& mistakes) const {
+  return reference_(data_of(run), mistakes);
 }
 
 std::optional<std::string> Kit::not_runnable(const CaseRun& run) const {
@@ -486,10 +518,17 @@ std::optional<CheckResult> Kit::explain_error(const std::string& check, const Ca
   return std::nullopt;
 }
 
-std::string Kit::smallest_failing() const {
+std::string Kit::smallest_failing(const std::string& check) const {
+  // Among the check's own cases where one fails (a smaller failing case of
+  // another check may fail for another reason), else among all.
+  const auto ids = cases_of(exercise_.check(check));
+  const std::set<std::string> own(ids.begin(), ids.end());
+  bool own_fails = false;
+  for (const auto& id : own) own_fails |= status(id) == CaseStatus::differs || status(id) == CaseStatus::threw;
   std::string best;
   int64_t best_size = -1;
   for (const auto& spec : exercise_.cases) {
+    if (own_fails && !own.count(spec.id)) continue;
     auto s = status(spec.id);
     if (s != CaseStatus::differs && s != CaseStatus::threw) continue;
     int64_t size = 1;
@@ -534,24 +573,92 @@ std::optional<CheckResult> Kit::attribute_to_feature(const std::string& check) c
   return std::nullopt;
 }
 
+static bool is_measurement(const CheckSpec& spec) {
+  return spec.kind.rfind("attention_", 0) == 0 || spec.kind == "dependence";
+}
+
 const std::vector<CheckResult>& Kit::findings() const {
   if (findings_) return *findings_;
   findings_.emplace();
   for (const auto& spec : exercise_.checks) {
-    if (spec.kind.rfind("attention_", 0) != 0) continue;
-    const auto& result = probe_result(spec);
+    if (!is_measurement(spec)) continue;
+    const auto& result = measured(spec);
     if (result.status == CheckStatus::failed) findings_->push_back(result);
   }
   return *findings_;
 }
 
-const CheckResult& Kit::probe_result(const CheckSpec& spec) const {
-  auto found = probe_results_.find(spec.id);
-  if (found != probe_results_.end()) return found->second;
+const CheckResult& Kit::measured(const CheckSpec& spec) const {
+  auto found = measured_.find(spec.id);
+  if (found != measured_.end()) return found->second;
   CheckResult result = spec.kind == "attention_scale"  ? attention_scale(spec)
                        : spec.kind == "attention_axis" ? attention_axis(spec)
-                                                       : attention_mask(spec);
-  return probe_results_.emplace(spec.id, std::move(result)).first->second;
+                       : spec.kind == "attention_mask" ? attention_mask(spec)
+                                                       : dependence(spec);
+  return measured_.emplace(spec.id, std::move(result)).first->second;
+}
+
+std::map<std::string, at::Tensor> Kit::learner_outputs(const CaseRun& run) const {
+  Tensors outputs;
+  for (const auto& output : exercise_.signature.outputs) {
+    std::string why;
+    if (auto got = learner_tensor(run, output.name, why)) outputs[output.name] = *got;
+  }
+  return outputs;
+}
+
+std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, const Tensors& learner) const {
+  using Mistakes = std::vector<std::string>;
+  // Does the replay of `mistakes` match the learner's outputs on `run`? (nullopt: not replayable there)
+  auto matches = [&](const CaseRun& run, const Tensors& outputs, const Mistakes& mistakes) -> std::optional<bool> {
+    auto replayed = expected(run, mistakes);
+    if (replayed.empty()) return std::nullopt;
+    const auto& tolerance = exercise_.tolerance(run.request.string_or("dtype", "float64"));
+    for (const auto& [name, tensor] : replayed) {
+      auto got = outputs.find(name);
+      if (got == outputs.end() || !compare(tensor, got->second, tolerance).ok) return false;
+    }
+    return true;
+  };
+  // Candidates that match this case; where several do (scaling by sqrt(Nq)
+  // is no scaling when Nq = 1), the other cases refute those whose replay
+  // differs from the learner's output there.
+  auto narrowed = [&](std::vector<Mistakes> candidates) {
+    const auto& here = input_->at(case_id);
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const Mistakes& m) { return matches(here, learner, m) != true; }),
+                     candidates.end());
+    for (const auto& spec : exercise_.cases) {
+      if (spec.id == case_id || candidates.size() <= 1) continue;
+      const auto s = status(spec.id);
+      if (s == CaseStatus::threw || s == CaseStatus::unusable) continue;
+      const auto& run = input_->at(spec.id);
+      const auto outputs = learner_outputs(run);
+      if (outputs.size() != exercise_.signature.outputs.size()) continue;
+      candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                      [&](const Mistakes& m) { return matches(run, outputs, m) == false; }),
+                       candidates.end());
+    }
+    return candidates;
+  };
+  std::vector<Mistakes> singles, pairs;
+  for (const auto& mistake : exercise_.mistakes) {
+    if (std::find(replayable_.begin(), replayable_.end(), mistake.id) != replayable_.end())
+      singles.push_back({mistake.id});
+  }
+  auto found = narrowed(singles);
+  if (found.size() == 1) return found.front();
+  if (!found.empty()) return {};  // ambiguous: the probes and features speak instead
+  // Two mistakes at once, of different focus points (two of one focus point
+  // are one thing to fix).
+  for (size_t i = 0; i < singles.size(); ++i) {
+    for (size_t j = i + 1; j < singles.size(); ++j) {
+      if (exercise_.mistake(singles[i][0]).focus_point == exercise_.mistake(singles[j][0]).focus_point) continue;
+      pairs.push_back({singles[i][0], singles[j][0]});
+    }
+  }
+  found = narrowed(pairs);
+  return found.size() == 1 ? found.front() : Mistakes{};
 }
 
 CheckResult Kit::explain(const std::string& check, const std::string& case_id) const {
@@ -585,24 +692,37 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     if (has_focus_point("numerics")) result.focus_point = "numerics";
     return result;
   }
-  auto replay = [&](const std::string& mistake) {
-    const bool replayable = std::find(replayable_.begin(), replayable_.end(), mistake) != replayable_.end();
-    return replayable ? expected(run, mistake) : Tensors{};
-  };
-  if (auto mistake = diagnose(exercise_, learner, replay, tolerance)) {
-    return results_.fail_with_mistake(check, *mistake, evidence);
+  const auto mistakes = replayed_mistakes(case_id, learner);
+  if (mistakes.size() == 1) return results_.fail_with_mistake(check, mistakes[0], evidence);
+  if (mistakes.size() == 2) {
+    const auto &first = exercise_.mistake(mistakes[0]), &second = exercise_.mistake(mistakes[1]);
+    auto result = results_.fail_with_mistake(check, first.id, evidence);
+    auto clause = [](const Mistake& m) {
+      auto why = m.explanation;
+      if (!why.empty() && why.back() == '.') why.pop_back();
+      return m.title + " (" + why + ")";
+    };
+    result.message =
+        "two known mistakes together reproduce your results exactly: " + clause(first) + "; and " + clause(second);
+    result.also_against = {second.focus_point};
+    result.also_mistakes = {second.id};
+    return result;
   }
   for (const auto& finding : findings()) {
+    evidence.pop_back();  // the replay hint, said once at the end
     auto result = results_.fail(check, "explained by a measurement (" + finding.id + "): " + finding.message, evidence);
     result.focus_point = finding.focus_point;
-    for (const auto& line : finding.evidence) result.evidence.push_back(line);
+    for (const auto& line : finding.evidence) {
+      if (line != input_->replay_hint()) result.evidence.push_back(line);
+    }
+    result.evidence.push_back(input_->replay_hint());
     return result;
   }
   if (auto featured = attribute_to_feature(check)) {
     featured->evidence.insert(featured->evidence.begin(), evidence.begin(), evidence.end() - 1);
     return *featured;
   }
-  auto smallest = smallest_failing();
+  auto smallest = smallest_failing(check);
   return results_.fail(check,
                        "the results differ from the reference, and neither a known mistake nor the grader's "
                        "measurements explain how; start from the smallest configuration that fails: " +
@@ -721,7 +841,7 @@ CheckResult Kit::gradients(const CheckSpec& spec) const {
     if (tensor.is_floating_point()) tensor = tensor.clone().requires_grad_(true);
   }
   for (auto& [name, tensor] : data.params) tensor = tensor.clone().requires_grad_(true);
-  auto outputs = reference_(data, "");
+  auto outputs = expected(data);
   outputs.at(exercise_.signature.outputs.front().name).backward(run.request.tensor("grad_output"));
   std::vector<std::string> missing, differ, precise;
   const auto& tight = exercise_.tolerance("float64");
@@ -796,6 +916,144 @@ CheckResult Kit::deterministic(const CheckSpec& spec) const {
     if (status(other.id) == CaseStatus::matches) return explain(spec.id, id);
   }
   return results_.skip(spec.id, "not assessed: deterministic, but the eval-mode results are wrong in every case");
+}
+
+std::vector<wire::Record> Kit::moved_twins(const CaseSpec& spec, const wire::Record& record,
+                                           at::Generator& generator) const {
+  const auto& sig = exercise_.signature;
+  std::vector<wire::Record> twins;
+  auto twin_of = [&](const std::string& what, const std::string& says) {
+    auto twin = record;
+    twin.strings["case"] = moved_case(spec.id, what);
+    twin.strings["describe"] += ", " + says;
+    twin.tensors.erase("grad_output");
+    return twin;
+  };
+  auto redraw = [&](const at::Tensor& t) {
+    return (at::randn(t.sizes(), generator, at::kDouble) * t.to(at::kDouble).std().clamp_min(0.1)).to(t.scalar_type());
+  };
+  for (const auto& input : sig.inputs) {
+    if (input.kind == "attention_mask") continue;
+    auto twin = twin_of(input.name, input.name + " redrawn");
+    auto& tensor = twin.tensors["input." + input.name];
+    tensor = redraw(tensor);
+    twins.push_back(std::move(twin));
+  }
+  for (const auto& param : sig.parameters) {
+    auto twin = twin_of(param.name, param.name + " redrawn");
+    auto& tensor = twin.tensors["param." + param.name];
+    tensor = redraw(tensor);
+    twins.push_back(std::move(twin));
+  }
+  // Batch elements are independent problems: redraw all but the first.
+  bool batched = spec.dims.count("B") && spec.dims.at("B") > 1;
+  for (const auto& t : sig.inputs) batched &= !t.shape.empty() && t.shape.front() == "B";
+  for (const auto& t : sig.outputs) batched &= !t.shape.empty() && t.shape.front() == "B";
+  if (batched) {
+    auto twin = twin_of("batch", "batch elements 1.. redrawn");
+    for (const auto& input : sig.inputs) {
+      if (input.kind == "attention_mask") continue;
+      auto& tensor = twin.tensors["input." + input.name];
+      auto others = tensor.narrow(0, 1, tensor.size(0) - 1);
+      tensor = at::cat({tensor.narrow(0, 0, 1), redraw(others)}, 0);
+    }
+    twins.push_back(std::move(twin));
+  }
+  return twins;
+}
+
+CheckResult Kit::dependence(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& base = input_->at(id);
+  for (const auto* run : {&base, &input_->at(repeat_case(id))}) {
+    if (not_runnable(*run)) return results_.skip(spec.id, "not assessed: " + *not_runnable(*run));
+  }
+  const auto& tolerance = exercise_.tolerance(base.request.string_or("dtype", "float64"));
+  auto learner_of = [&](const CaseRun& run) {
+    Tensors outputs = learner_outputs(run);
+    return outputs.size() == exercise_.signature.outputs.size() ? outputs : Tensors{};
+  };
+  // Largest change between two sets of outputs, beyond the tolerance; 0 if none.
+  auto moved = [&](const Tensors& before, const Tensors& after, bool first_element_only) -> std::optional<double> {
+    double most = 0;
+    bool moves = false;
+    for (const auto& [name, tensor] : before) {
+      auto b = first_element_only ? tensor.narrow(0, 0, 1) : tensor;
+      auto a = first_element_only ? after.at(name).narrow(0, 0, 1) : after.at(name);
+      if (a.sizes() != b.sizes()) return std::nullopt;
+      moves |= !compare(b, a, tolerance).ok;
+      most = std::max(most, (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>());
+    }
+    return moves ? most : 0.0;
+  };
+  const auto learner_base = learner_of(base);
+  if (learner_base.empty()) return results_.skip(spec.id, "not assessed: no usable output on " + base.describe());
+  if (auto again = moved(learner_base, learner_of(input_->at(repeat_case(id))), false); !again || *again > 0) {
+    return results_.skip(spec.id,
+                         "not assessed: your output changes between two runs on identical inputs "
+                         "(something random runs in forward), so what it depends on cannot be isolated");
+  }
+  const auto reference_base = expected(base);
+  std::vector<std::string> ignored, spurious, evidence;
+  std::string focus;
+  auto focus_of = [&](const std::string& what) {
+    for (std::string key = what;; key = key.substr(0, key.rfind('.'))) {
+      auto given = spec.option("focus." + key);
+      if (!given.empty()) return given;
+      if (key.find('.') == std::string::npos) return spec.focus_point;
+    }
+  };
+  std::vector<std::string> names;
+  for (const auto& input : exercise_.signature.inputs) {
+    if (input.kind != "attention_mask") names.push_back(input.name);
+  }
+  for (const auto& param : exercise_.signature.parameters) names.push_back(param.name);
+  names.push_back("batch");
+  for (const auto& what : names) {
+    auto found = input_->cases.find(moved_case(id, what));
+    if (found == input_->cases.end() || not_runnable(found->second)) continue;
+    const bool batch = what == "batch";
+    auto learner_after = learner_of(found->second);
+    if (learner_after.empty()) continue;
+    auto learner_moves = moved(learner_base, learner_after, batch);
+    auto reference_moves = moved(reference_base, expected(found->second), batch);
+    if (!learner_moves || !reference_moves) continue;
+    const bool should = *reference_moves > 0, does = *learner_moves > 0;
+    if (should == does) continue;
+    if (focus.empty()) focus = focus_of(what);
+    if (batch) {
+      spurious.push_back("the other batch elements (keep the batch axis first through every reshape)");
+      evidence.push_back("redrawing batch elements 1.. moved batch element 0's output by up to " +
+                         fmt::format("{:.3g}", *learner_moves) + " (the reference's does not move)");
+    } else if (should) {
+      ignored.push_back(what);
+      evidence.push_back("redrawing " + what + " moved the reference's output by up to " +
+                         fmt::format("{:.3g}", *reference_moves) + ", yours not at all");
+    } else {
+      spurious.push_back(what);
+      evidence.push_back("redrawing " + what + " moved your output by up to " + fmt::format("{:.3g}", *learner_moves) +
+                         " (the reference's does not move)");
+    }
+  }
+  if (ignored.empty() && spurious.empty()) {
+    return results_.pass(spec.id, "the output depends on exactly what the reference's depends on");
+  }
+  auto list = [](const std::vector<std::string>& items) {
+    std::string text;
+    for (size_t i = 0; i < items.size(); ++i) text += (i ? (i + 1 == items.size() ? " and " : ", ") : "") + items[i];
+    return text;
+  };
+  std::string message;
+  if (!ignored.empty()) message = "your output does not depend on " + list(ignored) + ", the reference's does";
+  if (!spurious.empty()) {
+    message += std::string(message.empty() ? "your output" : "; and it") + " depends on " + list(spurious) +
+               ", the reference's does not";
+  }
+  evidence.insert(evidence.begin(), "input: " + base.describe());
+  evidence.push_back(input_->replay_hint());
+  auto result = results_.fail(spec.id, message, evidence);
+  result.focus_point = focus;
+  return result;
 }
 
 CheckResult Kit::masked_values(const CheckSpec& spec) const {
@@ -883,7 +1141,10 @@ CheckResult Kit::attention_scale(const CheckSpec& spec) const {
   auto rows = w.sum(-1);
   const double low = rows.min().item<double>(), high = rows.max().item<double>();
   const bool distribution = std::abs(low - 1) < 1e-6 && std::abs(high - 1) < 1e-6;
-  if (!distribution && !(near(low, high) && (near(low, want) || near(low, 1 / want)))) {
+  // A softmax over the queries has its scale too, read along the queries
+  // (the softmax check names the axis).
+  const bool over_queries = !distribution && (w.sum(-2) - 1).abs().max().item<double>() < 1e-6;
+  if (!distribution && !over_queries && !(near(low, high) && (near(low, want) || near(low, 1 / want)))) {
     return results_.skip(spec.id,
                          "not assessed: your attention weights are not a distribution over the keys, so no "
                          "scale can be read from them (see the softmax check)");
@@ -893,10 +1154,12 @@ CheckResult Kit::attention_scale(const CheckSpec& spec) const {
                          "not assessed: some attention weights are zero, negative or not finite without a "
                          "mask, so no scale can be read from them (see the other checks)");
   }
-  // log(w_ij / w_i0) = scale * a_i * (b_j - b_0) for a softmax over the keys of scale * q.k.
+  // log(w_ij / w_i0) = scale * a_i * (b_j - b_0) for a softmax over the keys of scale * q.k
+  // (over the queries: log(w_ij / w_0j) = scale * (a_i - a_0) * b_j).
   auto a = run.request.tensor("probe.a"), b = run.request.tensor("probe.b");
-  auto x = (a.unsqueeze(-1) * (b - b.narrow(-1, 0, 1)).unsqueeze(1)).unsqueeze(1).expand_as(w);
-  auto y = w.log() - w.narrow(-1, 0, 1).log();
+  auto x = over_queries ? ((a - a.narrow(-1, 0, 1)).unsqueeze(-1) * b.unsqueeze(1)).unsqueeze(1).expand_as(w)
+                        : (a.unsqueeze(-1) * (b - b.narrow(-1, 0, 1)).unsqueeze(1)).unsqueeze(1).expand_as(w);
+  auto y = over_queries ? w.log() - w.narrow(-2, 0, 1).log() : w.log() - w.narrow(-1, 0, 1).log();
   const double scale = (x * y).sum().item<double>() / (x * x).sum().item<double>();
   const double residual = (y - x * scale).abs().max().item<double>();
   if (residual > 1e-6 * std::max(1.0, y.abs().max().item<double>())) {
@@ -906,16 +1169,21 @@ CheckResult Kit::attention_scale(const CheckSpec& spec) const {
   }
   const auto quantities = quantities_of(*probe_);
   std::vector<std::string> evidence = {"input: " + run.describe(),
-                                       "measured from the ratios of your attention weights: log(w_ij / w_i0) = "
-                                       "c * (q_i.k_j - q_i.k_0), fitted over " +
-                                           std::to_string(w.numel()) + " weights"};
+                                       over_queries
+                                           ? "measured from the ratios of your attention weights along the queries, "
+                                             "where your softmax normalises: log(w_ij / w_0j) = c * (q_i.k_j - "
+                                             "q_0.k_j), fitted over " +
+                                                 std::to_string(w.numel()) + " weights"
+                                           : "measured from the ratios of your attention weights: log(w_ij / w_i0) = "
+                                             "c * (q_i.k_j - q_i.k_0), fitted over " +
+                                                 std::to_string(w.numel()) + " weights"};
   if (std::abs(scale - want) <= 1e-6 * want) {
-    return results_.pass(spec.id, "your scores are multiplied by " + name_scale(scale, quantities));
+    return results_.pass(spec.id, "your scores are multiplied by " + name_scale(scale, quantities, false));
   }
-  return results_.fail(
-      spec.id,
-      "your scores were multiplied by " + name_scale(scale, quantities) + "; expected " + name_scale(want, quantities),
-      evidence);
+  return results_.fail(spec.id,
+                       "your scores were multiplied by " + name_scale(scale, quantities) + "; expected " +
+                           name_scale(want, quantities, false),
+                       evidence);
 }
 
 CheckResult Kit::attention_axis(const CheckSpec& spec) const {

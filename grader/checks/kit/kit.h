@@ -13,6 +13,9 @@
 //   deterministic  two runs of `cases` on identical inputs agree (eval mode)
 //   masked_values  values at fully masked keys (option `input`) do not matter
 //   work_growth    matmul/softmax operator counts do not grow from cases[0] to cases[1]
+//   dependence     redrawing each input, each parameter, and batch elements 1..
+//                  moves the output of cases[0] exactly where it moves the
+//                  reference's (option focus.<input or parameter prefix>: its focus point)
 //   attention_scale, attention_axis, attention_mask   measured by probes
 //   no_builtins    no forbidden operator ran and no forbidden symbol is linked
 #pragma once
@@ -45,10 +48,11 @@ struct CaseData {
   Tensors params;  // by parameter name ("q_linear.weight")
   bool train = false;
 };
-// The expected outputs by name, for the correct algorithm (mistake "") or for
-// a known mistake of exercise.yaml; an empty map: that mistake cannot be
-// replayed on this case.
-using Reference = std::function<Tensors(const CaseData&, const std::string& mistake)>;
+// The expected outputs by name, for the correct algorithm (no mistakes) or
+// with known mistakes of exercise.yaml made together (one, or two when no
+// single one explains a result); an empty map: they cannot be replayed on
+// this case.
+using Reference = std::function<Tensors(const CaseData&, const std::vector<std::string>& mistakes)>;
 
 // An attention probe: inputs and weights crafted so that the output reveals
 // the learner's attention weights, whatever else is wrong. design() fills a
@@ -72,7 +76,7 @@ enum class CaseStatus { matches, precision, differs, threw, unusable };
 
 class Kit : public Suite {
  public:
-  // `mistakes`: the ids of exercise.yaml's mistakes the reference replays.
+  // `replayable`: the ids of exercise.yaml's mistakes the reference replays.
   Kit(const Exercise& exercise, Reference reference, std::vector<std::string> replayable);
   Kit& probe(AttentionProbe probe);
   // A check kind of the exercise's own.
@@ -87,12 +91,16 @@ class Kit : public Suite {
 
   // ---- for check code ----
   const Exercise& exercise() const { return exercise_; }
+  // The mistakes the reference replays (exercise.yaml's ids).
+  const std::vector<std::string>& replayable() const { return replayable_; }
   const ResultBuilder& results() const { return results_; }
   const JudgeInput& input() const { return *input_; }
   // A planned case with inputs drawn for `spec` (no grad_output).
   wire::Record make_case(const CaseSpec& spec, at::Generator& generator, int64_t seed) const;
   CaseData data_of(const CaseRun& run) const;
   Tensors expected(const CaseRun& run, const std::string& mistake = "") const;
+  Tensors expected(const CaseData& data, const std::string& mistake = "") const;
+  Tensors expected(const CaseRun& run, const std::vector<std::string>& mistakes) const;
   CaseStatus status(const std::string& case_id) const;
   // Why a case's outputs cannot be judged (it threw, weights could not be loaded).
   std::optional<std::string> not_runnable(const CaseRun& run) const;
@@ -100,7 +108,7 @@ class Kit : public Suite {
   // the evidence goes (precision, a known mistake, a probe's measurement, the
   // cases' common feature, an error rule), else said honestly.
   CheckResult explain(const std::string& check, const std::string& case_id) const;
-  // The probe checks' findings (failed probe results), computed once per grade.
+  // The measuring checks' findings (their failed results), computed once per grade.
   const std::vector<CheckResult>& findings() const;
 
  private:
@@ -113,14 +121,22 @@ class Kit : public Suite {
   CheckResult deterministic(const CheckSpec& spec) const;
   CheckResult masked_values(const CheckSpec& spec) const;
   CheckResult work_growth(const CheckSpec& spec) const;
+  CheckResult dependence(const CheckSpec& spec) const;
+  std::vector<wire::Record> moved_twins(const CaseSpec& spec, const wire::Record& record,
+                                        at::Generator& generator) const;
   CheckResult attention_scale(const CheckSpec& spec) const;
   CheckResult attention_axis(const CheckSpec& spec) const;
   CheckResult attention_mask(const CheckSpec& spec) const;
   std::vector<std::string> cases_of(const CheckSpec& spec) const;
-  const CheckResult& probe_result(const CheckSpec& spec) const;
+  // A measuring check's result (attention_*, dependence), computed once per grade.
+  const CheckResult& measured(const CheckSpec& spec) const;
   std::optional<CheckResult> attribute_to_feature(const std::string& check) const;
   std::optional<CheckResult> explain_error(const std::string& check, const CaseRun& run) const;
-  std::string smallest_failing() const;
+  std::string smallest_failing(const std::string& check) const;
+  Tensors learner_outputs(const CaseRun& run) const;
+  // The one known mistake (else the one pair of them) whose replay matches
+  // the learner's outputs on `case_id` and is refuted by no other case.
+  std::vector<std::string> replayed_mistakes(const std::string& case_id, const Tensors& learner) const;
   bool has_mask_input() const;
   bool has_focus_point(const std::string& id) const;
 
@@ -134,7 +150,7 @@ class Kit : public Suite {
   const JudgeInput* input_ = nullptr;
   mutable std::map<std::string, CaseStatus> status_;
   mutable std::optional<std::vector<CheckResult>> findings_;
-  mutable std::map<std::string, CheckResult> probe_results_;  // attention_* checks by id, run once per grade
+  mutable std::map<std::string, CheckResult> measured_;  // measuring checks by id, run once per grade
 };
 
 // Case ids the kit derives from a yaml case: its repeat, and the twin with the
@@ -142,11 +158,14 @@ class Kit : public Suite {
 std::string repeat_case(const std::string& id);
 std::string masked_values_case(const std::string& id);
 std::string probe_case(const std::string& which);
+std::string moved_case(const std::string& id, const std::string& what);
 // The p of the Dropout the driver found registered at `path`, if any.
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
 
 // A number as a learner reads it, with a name where it equals one: 0.5 with
-// quantities {num_heads: 4} gives "0.5000 = 1/sqrt(4) = 1/sqrt(num_heads)".
-std::string name_scale(double value, const std::map<std::string, double>& quantities);
+// quantities {num_heads: 4} gives "0.5000 = 1/sqrt(4), which is
+// 1/sqrt(num_heads) on this input" (measured) or "0.5000 = 1/sqrt(4) =
+// 1/sqrt(num_heads)" (a value known by its definition).
+std::string name_scale(double value, const std::map<std::string, double>& quantities, bool measured = true);
 
 }  // namespace grader::kit
