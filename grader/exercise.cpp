@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -304,9 +305,20 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
     spec.title = read.text(node, "title");
     spec.kind = node["kind"] ? read.text(node, "kind") : spec.id;
     spec.cases = read.texts(node, "cases", false);
+    if (node["weight"]) {
+      try {
+        spec.weight = node["weight"].as<double>();
+      } catch (const YAML::Exception&) {
+        spec.weight = -1;
+      }
+      if (!(spec.weight > 0) || !std::isfinite(spec.weight)) {
+        read.fail("check '" + spec.id + "': weight must be a positive number");
+      }
+    }
     for (const auto& entry : node) {
       auto key = entry.first.as<std::string>();
-      if (key == "id" || key == "focus_point" || key == "covers" || key == "title" || key == "kind" || key == "cases")
+      if (key == "id" || key == "focus_point" || key == "covers" || key == "title" || key == "kind" || key == "cases" ||
+          key == "weight")
         continue;
       if (entry.second.IsScalar()) {
         spec.options[key] = entry.second.Scalar();

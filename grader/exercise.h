@@ -21,6 +21,7 @@ struct CheckSpec {
   std::string title;
   std::string kind;                            // which kit check runs it (default: the id)
   std::vector<std::string> cases;              // the cases it judges, by id (kit checks)
+  double weight = 1;                           // its share of the score (`weight:`, default 1)
   std::map<std::string, std::string> options;  // further scalars; a mapping's entries as "key.sub"
   std::string option(const std::string& key, const std::string& fallback = "") const {
     auto found = options.find(key);

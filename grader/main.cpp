@@ -9,11 +9,16 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <thread>
 
+#include "classroom.h"
 #include "errors.h"
 #include "exercise.h"
+#include "formats.h"
 #include "grade.h"
 #include "process.h"
 #include "report.h"
@@ -49,7 +54,8 @@ std::vector<fs::path> expand_submissions(const std::vector<std::string>& values)
 }
 
 struct BatchItem {
-  fs::path submission;
+  grader::ClassItem item;  // the student and exercise, and the file (empty: none)
+  std::string label;       // how the table names it
   std::optional<grader::GradeReport> report;
   std::string error;  // a grader or usage error for this submission
   int exit_code = 0;
@@ -57,12 +63,18 @@ struct BatchItem {
 
 // Grades every item with `jobs` workers; each grade is its own set of child
 // processes, sandboxed like a single grade, so one cannot affect another.
+// An item without a submission is not graded.
 void grade_batch(std::vector<BatchItem>& items, const grader::GradeOptions& base, int jobs) {
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < items.size(); i = next++) {
+      if (items[i].item.submission.empty()) {
+        items[i].exit_code = grader::kExitNotPassed;
+        continue;
+      }
       auto options = base;
-      options.submission = items[i].submission;
+      options.exercise = items[i].item.exercise;
+      options.submission = items[i].item.submission;
       try {
         items[i].report = grader::grade(options);
         items[i].exit_code = grader::exit_code_for(items[i].report->verdict);
@@ -80,18 +92,60 @@ void grade_batch(std::vector<BatchItem>& items, const grader::GradeOptions& base
   for (auto& thread : workers) thread.join();
 }
 
+std::string error_verdict(int exit_code) { return exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error"; }
+
+// The grader's JSON for one item of a batch (its report, or the error that kept it from one).
+std::string item_json(const BatchItem& item) {
+  if (item.report) return grader::render_json(*item.report);
+  return grader::render_json_error(item.item.exercise, error_verdict(item.exit_code),
+                                   item.item.submission.string() + ": " + item.error);
+}
+
+// --output FORMAT=FILE, checked before any grade runs.
+std::vector<std::pair<std::string, std::filesystem::path>> parse_outputs(const std::vector<std::string>& outputs) {
+  std::vector<std::pair<std::string, std::filesystem::path>> parsed;
+  const auto& formats = grader::report_formats();
+  for (const auto& output : outputs) {
+    auto equals = output.find('=');
+    auto name = output.substr(0, equals);
+    if (equals == std::string::npos || equals + 1 == output.size() ||
+        std::find(formats.begin(), formats.end(), name) == formats.end()) {
+      std::string known;
+      for (const auto& format : formats) known += (known.empty() ? "" : ", ") + format;
+      throw grader::UsageError("--output '" + output + "': expected FORMAT=FILE with FORMAT one of " + known);
+    }
+    parsed.emplace_back(name, output.substr(equals + 1));
+  }
+  return parsed;
+}
+
+// The report files of a grade that failed, where they can be written.
+void try_report_error(const std::function<void(const std::string&, const std::string&)>& report_error,
+                      const std::string& verdict, const std::string& message) {
+  if (!report_error) return;
+  try {
+    report_error(verdict, message);
+  } catch (const std::exception& error) {
+    std::cerr << "grade: " << error.what() << "\n";
+  }
+}
+
 std::string batch_table(const std::vector<BatchItem>& items) {
   size_t width = 10;
-  for (const auto& item : items) width = std::max(width, grader::printable(item.submission.filename().string()).size());
+  for (const auto& item : items) width = std::max(width, grader::printable(item.label).size());
   std::string out = fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", "submission", width, "verdict", "checks", "time",
                                 "missed focus points / reason");
   size_t passed = 0;
   // Every cell that comes from a submission (its file name, its messages) is made printable.
   for (const auto& item : items) {
-    auto name = grader::printable(item.submission.filename().string());
+    auto name = grader::printable(item.label);
+    if (item.item.submission.empty()) {
+      out += fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", name, width, "no_submission", "-", "-",
+                         "no file for this exercise");
+      continue;
+    }
     if (!item.report) {
-      out += fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", name, width,
-                         item.exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error", "-", "-",
+      out += fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", name, width, error_verdict(item.exit_code), "-", "-",
                          grader::printable(item.error));
       continue;
     }
@@ -114,6 +168,25 @@ std::string batch_table(const std::vector<BatchItem>& items) {
   return out;
 }
 
+// `grade merge RESULTS... --gradebook DIR`: exit 0 when the gradebook is
+// complete, 3 (a grading fault, never a learner's) when something is missing.
+int merge(const std::vector<std::string>& results, const std::string& gradebook_dir) {
+  if (results.empty()) throw grader::UsageError("merge: name the results folder(s) of `grade class --results`");
+  if (gradebook_dir.empty()) throw grader::UsageError("merge: --gradebook DIR says where the gradebook goes");
+  std::vector<fs::path> dirs(results.begin(), results.end());
+  auto book = grader::merge_results(dirs);
+  const fs::path out = gradebook_dir;
+  fs::create_directories(out / "students");
+  grader::write_report_file(out / "gradebook.csv", grader::gradebook_csv(book));
+  for (const auto& [student, row] : book.students) {
+    grader::write_report_file(out / "students" / (student + ".json"), grader::student_json(book, student));
+  }
+  std::cout << fmt::format("{} students, {} exercises: {}\n", book.students.size(), book.exercises.size(),
+                           (out / "gradebook.csv").string());
+  for (const auto& problem : book.problems) std::cout << "incomplete: " << grader::printable(problem) << "\n";
+  return book.problems.empty() ? 0 : grader::kExitGraderFault;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +199,10 @@ int main(int argc, char** argv) {
       "  grade EXERCISE --submission F   grade any file\n"
       "  grade EXERCISE --submission DIR --jobs N\n"
       "                                  grade many files in parallel: one table (or JSON array)\n"
+      "  grade class DIR --results OUT [--shard i/n|auto]\n"
+      "                                  grade a class folder (one folder per student) into result files\n"
+      "  grade merge OUT... --gradebook DIR\n"
+      "                                  merge the results of every shard into gradebook.csv + one JSON per student\n"
       "  grade list                      list the exercises\n"
       "  grade sandbox                   say what isolates learner code here (exit 0: complete)"};
   app.name("grade");
@@ -135,13 +212,33 @@ int main(int argc, char** argv) {
   int jobs = 1;
   uint64_t seed = 0;
   std::string root = ".", build = "build";
-  app.add_option("exercise", options.exercise, "exercise id (see: grade list), or 'list' or 'sandbox'")->required();
+  app.add_option("exercise", options.exercise,
+                 "exercise id (see: grade list), or 'list', 'sandbox', 'class' or 'merge'")
+      ->required();
+  std::vector<std::string> paths;
+  app.add_option("paths", paths, "class: the class folder; merge: the results folder(s)");
+  std::string results, shard_text, gradebook;
+  std::vector<std::string> class_exercises;
+  app.add_option("--results", results,
+                 "write one result file per submission under this folder (<student>/<exercise>.json) and a manifest "
+                 "of the shard");
+  app.add_option("--shard", shard_text,
+                 "i/n: grade only shard i of n of the batch or class (1 <= i <= n); auto: take i and n from the "
+                 "Slurm array, Kubernetes Indexed Job or GitLab parallel job running this");
+  app.add_option("--exercise", class_exercises, "class: grade only this exercise (repeat it for several)");
+  app.add_option("--gradebook", gradebook, "merge: the folder the gradebook goes to");
   app.add_option("--submission", submissions,
                  "a learner file to grade (default: the one in exercises/); repeat it, or give a folder, for a batch");
   app.add_option("--jobs", jobs, "grade a batch with this many grades in parallel")->check(CLI::Range(1, 64));
-  app.add_option("--format", format, "report format")->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--format", format,
+                 "report format on standard output: text, json, or a grading platform's: exercism, gradescope, "
+                 "prairielearn, junit")
+      ->check(CLI::IsMember(grader::report_formats()));
+  std::vector<std::string> outputs;
+  app.add_option("--output", outputs,
+                 "FORMAT=FILE: also write the report in FORMAT to FILE (repeat it for several formats)");
   auto* seed_option = app.add_option("--seed", seed, "replay the random inputs of an earlier grade");
-  app.add_option("--color", color, "colour the text report")->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--color", color, "colour the text report (auto: on a terminal, unless NO_COLOR is set)")->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--root", root, "the project folder (holds exercises/)");
   app.add_option("--build-dir", build, "the build folder (holds toolchain.txt)");
   double time_limit = 0;
@@ -176,6 +273,7 @@ int main(int argc, char** argv) {
     return grader::kExitUsage;
   }
 
+  std::function<void(const std::string&, const std::string&)> report_error;
   try {
     options.project_root = std::filesystem::absolute(root);
     options.build_dir = std::filesystem::absolute(build);
@@ -187,6 +285,15 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    if (options.exercise == "merge") return merge(paths, gradebook);
+    const auto files_out = parse_outputs(outputs);
+    // Whatever happens from here, the files asked for are written (a CI job
+    // reads its JUnit file even when the grader fails).
+    report_error = [&](const std::string& verdict, const std::string& message) {
+      for (const auto& [fmt_name, path] : files_out) {
+        grader::write_report_file(path, grader::render_error(options.exercise, verdict, message, fmt_name));
+      }
+    };
     if (*seed_option) options.seed = seed;
     if (*time_option) options.run_seconds = time_limit;
     if (*memory_option) options.memory_mb = memory_limit;
@@ -206,31 +313,88 @@ int main(int argc, char** argv) {
       std::cerr << "grade: notice: " << options.sandbox.describe() << "\n";
     }
 
+    const bool class_mode = options.exercise == "class";
+    if (!class_mode && !paths.empty()) {
+      throw grader::UsageError("unexpected argument '" + paths.front() + "' (folders of submissions go after --submission)");
+    }
     auto files = expand_submissions(submissions);
-    bool batch = files.size() > 1 || std::any_of(submissions.begin(), submissions.end(),
-                                                 [](const std::string& s) { return fs::is_directory(s); });
+    bool batch = class_mode || files.size() > 1 || !results.empty() || !shard_text.empty() ||
+                 std::any_of(submissions.begin(), submissions.end(),
+                             [](const std::string& s) { return fs::is_directory(s); });
     if (batch) {
-      std::vector<BatchItem> items;
-      for (const auto& file : files) {
-        items.push_back({file, std::nullopt, "", 0});
-        options.hide.push_back(file.parent_path());  // no submission may read another
+      if ((format != "text" && format != "json") || !files_out.empty()) {
+        throw grader::UsageError(
+            "a batch prints one table (text) or one JSON array (json); the platforms' formats and --output take one "
+            "submission per grade");
       }
+      std::vector<grader::ClassItem> all;
+      std::vector<grader::Exercise> exercises;
+      if (class_mode) {
+        if (paths.size() != 1) throw grader::UsageError("class: give one class folder (one folder per student)");
+        if (!submissions.empty()) throw grader::UsageError("class: the submissions are the class folder's; no --submission");
+        auto ids = class_exercises.empty() ? grader::list_exercises(options.project_root / "exercises") : class_exercises;
+        for (const auto& id : ids) {
+          exercises.push_back(
+              grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", id)));
+        }
+        all = grader::class_items(fs::absolute(paths.front()), exercises);
+        options.hide.push_back(fs::absolute(paths.front()));  // no submission may read another
+      } else {
+        exercises.push_back(
+            grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", options.exercise)));
+        if (files.empty()) files.push_back(exercises.front().learner_file());
+        if (!results.empty()) {
+          all = grader::batch_items(files, options.exercise);
+        } else {
+          for (const auto& file : files) all.push_back({file.stem().string(), options.exercise, file});
+        }
+        for (const auto& file : files) options.hide.push_back(file.parent_path());  // no submission may read another
+      }
+      if (!results.empty()) options.hide.push_back(fs::absolute(results));  // nor any result
       std::sort(options.hide.begin(), options.hide.end());
       options.hide.erase(std::unique(options.hide.begin(), options.hide.end()), options.hide.end());
+      grader::Shard shard;
+      if (!shard_text.empty()) {
+        shard = grader::parse_shard(shard_text, grader::process_environment());
+        std::cerr << "grade: shard " << shard.describe() << " (from " << shard.source << ")\n";
+      }
+      std::vector<BatchItem> items;
+      for (auto& item : grader::shard_of(all, shard)) {
+        auto label = class_mode ? item.student + " " + item.exercise : item.submission.filename().string();
+        items.push_back({std::move(item), std::move(label), std::nullopt, "", 0});
+      }
       grade_batch(items, options, jobs);
       grader::reap_orphans();  // no grade is running now: whatever is left can go
+      if (!results.empty()) {
+        // Each item's file, then the manifest: a shard without its manifest did not finish.
+        std::vector<std::string> verdicts;
+        std::vector<grader::ClassItem> graded;
+        for (const auto& item : items) {
+          auto file = grader::result_file(results, item.item);
+          fs::create_directories(file.parent_path());
+          const auto& exercise = *std::find_if(exercises.begin(), exercises.end(),
+                                               [&](const auto& e) { return e.id == item.item.exercise; });
+          std::string text = item.item.submission.empty() ? grader::missing_result(item.item, exercise)
+                                                          : grader::item_result(item.item, item_json(item));
+          grader::write_report_file(file, text);
+          verdicts.push_back(item.item.submission.empty() ? "no_submission"
+                             : item.report               ? grader::verdict_name(item.report->verdict)
+                                                         : error_verdict(item.exit_code));
+          graded.push_back(item.item);
+        }
+        auto manifest = grader::manifest_file(results, shard);
+        fs::create_directories(manifest.parent_path());
+        std::map<std::string, double> max_scores;
+        for (const auto& exercise : exercises) {
+          for (const auto& check : exercise.checks) max_scores[exercise.id] += check.weight;
+        }
+        grader::write_report_file(manifest, grader::shard_manifest(shard, all, graded, verdicts, max_scores));
+      }
       int exit_code = 0;
       if (format == "json") {
         std::cout << "[\n";
         for (size_t i = 0; i < items.size(); ++i) {
-          const auto& item = items[i];
-          if (item.report) {
-            std::cout << grader::render_json(*item.report);
-          } else {
-            std::cout << grader::render_json_error(
-                options.exercise, item.exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error",
-                item.submission.string() + ": " + item.error);
-          }
+          std::cout << item_json(items[i]);
           if (i + 1 < items.size()) std::cout << ",\n";
         }
         std::cout << "]\n";
@@ -242,26 +406,24 @@ int main(int argc, char** argv) {
     }
     if (!files.empty()) options.submission = files.front();
     auto report = grader::grade(options);
-    if (format == "json") {
-      std::cout << grader::render_json(report);
-    } else {
-      bool use_color = color == "always" || (color == "auto" && isatty(STDOUT_FILENO));
-      std::cout << grader::render_text(report, use_color);
-    }
+    // --color always beats NO_COLOR (no-color.org: a per-run option overrides it).
+    const char* no_color = std::getenv("NO_COLOR");
+    bool use_color =
+        color == "always" || (color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
+    std::cout << grader::render(report, format, use_color && format == "text");
+    for (const auto& [fmt_name, path] : files_out) grader::write_report_file(path, grader::render(report, fmt_name));
     return grader::exit_code_for(report.verdict);
   } catch (const grader::Error& error) {
     std::cerr << "grade: " << error.what() << "\n";
-    if (format == "json") {
-      auto verdict = error.exit_code() == grader::kExitGraderFault ? "grader_error" : "usage_error";
-      std::cout << grader::render_json_error(options.exercise, verdict, error.what());
-    }
+    auto verdict = error.exit_code() == grader::kExitGraderFault ? "grader_error" : "usage_error";
+    if (format != "text") std::cout << grader::render_error(options.exercise, verdict, error.what(), format);
+    try_report_error(report_error, verdict, error.what());
     return error.exit_code();
   } catch (const std::exception& error) {
     std::cerr << "grade: internal error: " << error.what() << "\n";
-    if (format == "json") {
-      std::cout << grader::render_json_error(options.exercise, "grader_error",
-                                             std::string("internal error: ") + error.what());
-    }
+    const std::string message = std::string("internal error: ") + error.what();
+    if (format != "text") std::cout << grader::render_error(options.exercise, "grader_error", message, format);
+    try_report_error(report_error, "grader_error", message);
     return grader::kExitGraderFault;
   }
 }

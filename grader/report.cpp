@@ -34,6 +34,13 @@ void GradeReport::assess_focus_points(const std::vector<FocusPoint>& points) {
   }
 }
 
+double GradeReport::score() const {
+  if (verdict != Verdict::passed && verdict != Verdict::failed) return 0;
+  double points = 0;
+  for (const auto& check : checks) points += check.status == CheckStatus::passed ? check.weight : 0;
+  return points;
+}
+
 std::string verdict_name(Verdict verdict) {
   switch (verdict) {
     case Verdict::passed:
@@ -265,6 +272,7 @@ std::string render_text(const GradeReport& report, bool color) {
 
 std::string render_json(const GradeReport& report) {
   nlohmann::ordered_json json;
+  json["schema_version"] = kJsonSchemaVersion;
   json["exercise"] = report.exercise;
   json["submission"] = report.submission;
   json["verdict"] = verdict_name(report.verdict);
@@ -293,6 +301,8 @@ std::string render_json(const GradeReport& report) {
   json["compiler_output"] = report.compiler_output;
   json["stdout"] = report.program_stdout;
   json["stderr"] = report.program_stderr;
+  json["score"] = report.score();
+  json["max_score"] = report.max_score;
   json["timing"] = {{"compile_seconds", report.compile_seconds},
                     {"compile_cached", report.compile_cached},
                     {"run_seconds", report.run_seconds},
@@ -302,7 +312,8 @@ std::string render_json(const GradeReport& report) {
 }
 
 std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message) {
-  nlohmann::ordered_json json = {{"exercise", exercise},
+  nlohmann::ordered_json json = {{"schema_version", kJsonSchemaVersion},
+                                 {"exercise", exercise},
                                  {"verdict", verdict},
                                  {"summary", message},
                                  {"checks", nlohmann::ordered_json::array()},

@@ -48,6 +48,11 @@ struct GradeReport {
   std::string sandbox;          // what isolated this grade (one line)
   double run_seconds = 0;
   double total_seconds = 0;
+  double max_score = 0;  // the weights of all the exercise's checks
+
+  // The weights of the passed checks; 0 unless the verdict is passed or
+  // failed (forbidden code, a crash or a compile error scores nothing).
+  double score() const;
 
   // Fills focus_points from checks: missed if a failed check counts against
   // it, met if a passed check vouches for it and none of its checks was
@@ -78,6 +83,8 @@ inline std::string first_line(const std::string& text) { return text.substr(0, t
 std::string printable(const std::string& text);
 
 std::string render_text(const GradeReport& report, bool color);
+// The version of render_json's layout: raised when a field changes meaning or goes.
+constexpr int kJsonSchemaVersion = 2;
 std::string render_json(const GradeReport& report);
 // For --format json when no grade could happen (usage or grader error).
 std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message);

@@ -70,6 +70,21 @@ TEST(Exercises, UnknownIdSuggestsTheClosest) {
 
 TEST_F(BrokenExercise, ValidFileLoads) { EXPECT_EQ(load_error(valid()), ""); }
 
+// A check's share of the score: a positive number, 1 when not given.
+TEST_F(BrokenExercise, CheckWeights) {
+  auto with_weight = [](const std::string& weight) {
+    auto yaml = valid();
+    return yaml.replace(yaml.find("title: C}"), 9, "title: C, weight: " + weight + "}");
+  };
+  EXPECT_EQ(load_error(with_weight("2.5")), "");
+  EXPECT_DOUBLE_EQ(load_exercise(dir_).check("c").weight, 2.5);
+  EXPECT_EQ(load_error(valid()), "");
+  EXPECT_DOUBLE_EQ(load_exercise(dir_).check("c").weight, 1);
+  for (const char* bad : {"0", "-1", "heavy", ".nan"}) {
+    EXPECT_NE(load_error(with_weight(bad)).find("weight must be a positive number"), std::string::npos) << bad;
+  }
+}
+
 TEST_F(BrokenExercise, NotYaml) { EXPECT_NE(load_error("id: [unclosed").find("not valid YAML"), std::string::npos); }
 
 TEST_F(BrokenExercise, MissingTitle) {

@@ -18,21 +18,35 @@ const CaseRun& JudgeInput::at(const std::string& id) const {
   return found->second;
 }
 
+namespace {
+
+CheckResult result_of(const CheckSpec& spec, CheckStatus status, std::string message,
+                      std::vector<std::string> evidence = {}) {
+  CheckResult result;
+  result.id = spec.id;
+  result.focus_point = spec.focus_point;
+  result.covers = spec.covers;
+  result.status = status;
+  result.message = std::move(message);
+  result.evidence = std::move(evidence);
+  result.weight = spec.weight;
+  result.title = spec.title;
+  return result;
+}
+
+}  // namespace
+
 CheckResult ResultBuilder::pass(const std::string& check, const std::string& message) const {
-  const auto& spec = exercise_.check(check);
-  return {spec.id, spec.focus_point, spec.covers, CheckStatus::passed, message, {}, {}, {}, {}, false, true};
+  return result_of(exercise_.check(check), CheckStatus::passed, message);
 }
 
 CheckResult ResultBuilder::fail(const std::string& check, const std::string& message,
                                 std::vector<std::string> evidence) const {
-  const auto& spec = exercise_.check(check);
-  return {spec.id, spec.focus_point, spec.covers, CheckStatus::failed, message, std::move(evidence), {}, {}, {}, false,
-          true};
+  return result_of(exercise_.check(check), CheckStatus::failed, message, std::move(evidence));
 }
 
 CheckResult ResultBuilder::skip(const std::string& check, const std::string& reason) const {
-  const auto& spec = exercise_.check(check);
-  return {spec.id, spec.focus_point, spec.covers, CheckStatus::skipped, reason, {}, {}, {}, {}, false, true};
+  return result_of(exercise_.check(check), CheckStatus::skipped, reason);
 }
 
 CheckResult ResultBuilder::fail_with_mistake(const std::string& check, const std::string& mistake_id,

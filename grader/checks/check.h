@@ -32,6 +32,8 @@ struct CheckResult {
   std::vector<std::string> also_mistakes;
   bool threw = false;        // failed because the learner's code threw, no rule attributing the error
   bool blames_focus = true;  // false: failed, but says nothing about its focus point (every case threw)
+  double weight = 1;         // the check's share of the score (exercise.yaml)
+  std::string title;         // the check's title (exercise.yaml)
 };
 
 // One case as planned by the parent and answered by the child.

@@ -394,6 +394,8 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
     try {
       auto result = run_kind(spec);
       result.id = spec.id;
+      result.weight = spec.weight;
+      result.title = spec.title;
       out.push_back(std::move(result));
     } catch (const Error&) {
       throw;

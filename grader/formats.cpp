@@ -1,0 +1,279 @@
+#include "formats.h"
+
+#include <fmt/format.h>
+#include <tinyxml2.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include "errors.h"
+
+namespace grader {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string dump(const Json& json) {
+  // Learner output may hold invalid UTF-8: replace it rather than fail.
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+// At most `limit` bytes, cut at a character boundary, the cut said.
+std::string cut_to(const std::string& text, size_t limit) {
+  if (text.size() <= limit) return text;
+  const std::string note = "\n[... cut]";
+  size_t end = limit - note.size();
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end) + note;
+}
+
+// No check could run: the grade stopped before any (compile error, crash,
+// limits, grader fault), so the platforms' "could not run" state applies.
+bool nothing_ran(const GradeReport& report) { return report.checks.empty(); }
+
+// The message of a check and its evidence, as one text.
+std::string details(const CheckResult& check) {
+  std::string text = check.message;
+  for (const auto& line : check.evidence) text += "\n  " + line;
+  return text;
+}
+
+// What a grade that ran no check has to say: its summary and the compiler's words.
+std::string stopped_output(const GradeReport& report) {
+  std::string text = report.summary;
+  if (!report.compiler_output.empty()) text += "\n\n" + report.compiler_output;
+  if (!report.program_stderr.empty()) text += "\n\n" + report.program_stderr;
+  return text;
+}
+
+std::string test_name(const CheckResult& check) {
+  return check.title.empty() ? check.id : check.id + ": " + check.title;
+}
+
+double ratio(const GradeReport& report) { return report.max_score > 0 ? report.score() / report.max_score : 0; }
+
+size_t task_of(const GradeReport& report, const CheckResult& check) {
+  for (size_t i = 0; i < report.focus_points.size(); ++i) {
+    if (report.focus_points[i].point.id == check.focus_point) return i + 1;
+  }
+  return 1;
+}
+
+std::string exercism(const GradeReport& report) {
+  Json json;
+  json["version"] = 3;
+  if (nothing_ran(report)) {
+    json["status"] = "error";
+    json["message"] = stopped_output(report);
+    json["tests"] = Json::array();
+    return dump(json);
+  }
+  json["status"] = report.verdict == Verdict::passed ? "pass" : "fail";
+  if (report.verdict != Verdict::passed) json["message"] = report.summary;
+  json["tests"] = Json::array();
+  for (const auto& check : report.checks) {
+    Json test;
+    test["name"] = test_name(check);
+    test["status"] = check.status == CheckStatus::passed   ? "pass"
+                     : check.status == CheckStatus::failed ? "fail"
+                                                           : "error";
+    test["message"] = details(check);
+    if (!report.program_stdout.empty()) test["output"] = cut_to(report.program_stdout, kExercismOutputLimit);
+    test["test_code"] = "grader check '" + check.id + "' (focus point: " + check.focus_point + ")";
+    test["task_id"] = task_of(report, check);
+    json["tests"].push_back(test);
+  }
+  return dump(json);
+}
+
+std::string gradescope(const GradeReport& report) {
+  Json json;
+  json["score"] = report.score();
+  json["max_score"] = report.max_score;
+  json["execution_time"] = static_cast<int64_t>(std::ceil(report.total_seconds));
+  json["output"] = nothing_ran(report) ? stopped_output(report) : report.summary;
+  json["visibility"] = "visible";
+  json["stdout_visibility"] = "hidden";
+  json["tests"] = Json::array();
+  for (const auto& check : report.checks) {
+    const bool passed =
+        check.status == CheckStatus::passed && (report.verdict == Verdict::passed || report.verdict == Verdict::failed);
+    Json test;
+    test["name"] = test_name(check);
+    test["score"] = passed ? check.weight : 0.0;
+    test["max_score"] = check.weight;
+    test["status"] = passed ? "passed" : "failed";
+    test["output"] = check.status == CheckStatus::skipped ? "not assessed: " + details(check) : details(check);
+    std::vector<std::string> tags = {check.focus_point};
+    for (const auto& more : check.also_against) tags.push_back(more);
+    test["tags"] = tags;
+    test["visibility"] = "visible";
+    json["tests"].push_back(test);
+  }
+  return dump(json);
+}
+
+std::string prairielearn(const GradeReport& report) {
+  Json json;
+  // A submission that does not compile is not gradable (it costs no attempt);
+  // neither is one the grader itself failed on.
+  json["gradable"] = report.verdict != Verdict::compile_error && report.verdict != Verdict::grader_error;
+  json["score"] = ratio(report);
+  json["message"] = report.summary;
+  json["output"] = nothing_ran(report) ? stopped_output(report) : report.program_stdout;
+  json["tests"] = Json::array();
+  for (const auto& check : report.checks) {
+    const bool passed =
+        check.status == CheckStatus::passed && (report.verdict == Verdict::passed || report.verdict == Verdict::failed);
+    Json test;
+    test["name"] = test_name(check);
+    test["description"] = "focus point: " + check.focus_point;
+    test["points"] = passed ? check.weight : 0.0;
+    test["max_points"] = check.weight;
+    test["message"] = check.status == CheckStatus::skipped ? "not assessed: " + check.message : check.message;
+    test["output"] = details(check);
+    json["tests"].push_back(test);
+  }
+  return dump(json);
+}
+
+std::string seconds(double value) { return fmt::format("{:.3f}", value); }
+
+std::string junit(const GradeReport& report) {
+  tinyxml2::XMLDocument doc;
+  doc.InsertEndChild(doc.NewDeclaration());
+  auto* suites = doc.NewElement("testsuites");
+  doc.InsertEndChild(suites);
+  auto* suite = doc.NewElement("testsuite");
+  suites->InsertEndChild(suite);
+  size_t failures = 0, errors = 0, skipped = 0, tests = 0;
+  auto* properties = doc.NewElement("properties");
+  suite->InsertEndChild(properties);
+  auto property = [&](const std::string& name, const std::string& value) {
+    auto* item = doc.NewElement("property");
+    item->SetAttribute("name", name.c_str());
+    item->SetAttribute("value", printable(value).c_str());
+    properties->InsertEndChild(item);
+  };
+  property("verdict", verdict_name(report.verdict));
+  property("score", fmt::format("{:g}", report.score()));
+  property("max_score", fmt::format("{:g}", report.max_score));
+  property("seed", std::to_string(report.seed));
+  property("submission", report.submission);
+  if (nothing_ran(report)) {
+    auto* testcase = doc.NewElement("testcase");
+    testcase->SetAttribute("name", "grade");
+    testcase->SetAttribute("classname", report.exercise.c_str());
+    testcase->SetAttribute("time", seconds(report.total_seconds).c_str());
+    auto* error = doc.NewElement("error");
+    error->SetAttribute("type", verdict_name(report.verdict).c_str());
+    error->SetAttribute("message", printable(first_line(report.summary)).c_str());
+    error->SetText(printable(stopped_output(report)).c_str());
+    testcase->InsertEndChild(error);
+    suite->InsertEndChild(testcase);
+    ++tests;
+    ++errors;
+  }
+  for (const auto& check : report.checks) {
+    auto* testcase = doc.NewElement("testcase");
+    testcase->SetAttribute("name", check.id.c_str());  // check ids are unique in exercise.yaml
+    testcase->SetAttribute("classname", check.focus_point.c_str());
+    // Checks are judged together after one run of every case: no time of their own.
+    testcase->SetAttribute("time", "0.000");
+    ++tests;
+    if (check.status == CheckStatus::skipped) {
+      auto* skip = doc.NewElement("skipped");
+      skip->SetAttribute("message", printable(check.message).c_str());
+      testcase->InsertEndChild(skip);
+      ++skipped;
+    } else if (check.status == CheckStatus::failed ||
+               (report.verdict != Verdict::passed && report.verdict != Verdict::failed)) {
+      // A passed check of forbidden code does not pass: the verdict overrides it.
+      const bool overridden = check.status == CheckStatus::passed;
+      auto* failure = doc.NewElement("failure");
+      failure->SetAttribute("type", overridden ? verdict_name(report.verdict).c_str()
+                                               : (check.mistake.empty() ? "mismatch" : check.mistake.c_str()));
+      failure->SetAttribute("message", printable(first_line(overridden ? report.summary : check.message)).c_str());
+      failure->SetText(printable(overridden ? report.summary : details(check)).c_str());
+      testcase->InsertEndChild(failure);
+      ++failures;
+    }
+    suite->InsertEndChild(testcase);
+  }
+  if (!report.program_stdout.empty()) {
+    auto* out = doc.NewElement("system-out");
+    out->SetText(printable(report.program_stdout).c_str());
+    suite->InsertEndChild(out);
+  }
+  if (!report.program_stderr.empty()) {
+    auto* err = doc.NewElement("system-err");
+    err->SetText(printable(report.program_stderr).c_str());
+    suite->InsertEndChild(err);
+  }
+  for (auto* element : {suites, suite}) {
+    element->SetAttribute("name", element == suite ? report.exercise.c_str() : "attention-grader");
+    element->SetAttribute("tests", static_cast<int64_t>(tests));
+    element->SetAttribute("failures", static_cast<int64_t>(failures));
+    element->SetAttribute("errors", static_cast<int64_t>(errors));
+    element->SetAttribute("skipped", static_cast<int64_t>(skipped));
+    element->SetAttribute("time", seconds(report.total_seconds).c_str());
+  }
+  tinyxml2::XMLPrinter printer;
+  doc.Print(&printer);
+  return printer.CStr();
+}
+
+}  // namespace
+
+const std::vector<std::string>& report_formats() {
+  static const std::vector<std::string> formats = {"text", "json", "exercism", "gradescope", "prairielearn", "junit"};
+  return formats;
+}
+
+std::string render(const GradeReport& report, const std::string& format, bool color) {
+  if (format == "text") return render_text(report, color);
+  if (format == "json") return render_json(report);
+  if (format == "exercism") return exercism(report);
+  if (format == "gradescope") return gradescope(report);
+  if (format == "prairielearn") return prairielearn(report);
+  if (format == "junit") return junit(report);
+  throw UsageError("unknown report format '" + format + "'");
+}
+
+void write_report_file(const std::filesystem::path& path, const std::string& text) {
+  auto partial = path;
+  partial += ".partial-" + std::to_string(::getpid()) + "-" +
+             std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(partial, ignored);
+      throw UsageError("cannot write the report to " + path.string());
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(partial, path, error);
+  if (error) {
+    std::filesystem::remove(partial, error);
+    throw UsageError("cannot write the report to " + path.string());
+  }
+}
+
+std::string render_error(const std::string& exercise, const std::string& verdict, const std::string& message,
+                         const std::string& format) {
+  if (format == "json") return render_json_error(exercise, verdict, message);
+  GradeReport report;
+  report.exercise = exercise;
+  report.verdict = Verdict::grader_error;
+  report.summary = (verdict == "usage_error" ? "usage error: " : "grader error: ") + message;
+  return render(report, format);
+}
+
+}  // namespace grader

@@ -1,0 +1,41 @@
+// The report in the formats grading platforms read, rendered from the same
+// GradeReport as the terminal and JSON reports (report.h):
+//
+//   exercism      results.json, version 3 (exercism.org/docs/building/tooling/test-runners/interface)
+//   gradescope    results.json of an autograder (gradescope.com/help#help-center-item-autograder-specifications)
+//   prairielearn  results.json of an external grader (prairielearn.readthedocs.io, externalGrading)
+//   junit         JUnit XML: one testsuite, one testcase per check, classname = focus point
+//
+// A check that could not run is never reported as passed: it is skipped where
+// the format has a skip, else a failure (Gradescope) or an error (Exercism)
+// scoring nothing. A grade where no check ran (a compile error, a crash
+// before any case, a grader fault) is the format's "could not run" state.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "report.h"
+
+namespace grader {
+
+// Every name --format and --output accept, text and json included.
+const std::vector<std::string>& report_formats();
+
+// `report` in `format` (one of report_formats()).
+std::string render(const GradeReport& report, const std::string& format, bool color = false);
+
+// A grade that could not happen (usage or grader error) in `format`.
+std::string render_error(const std::string& exercise, const std::string& verdict, const std::string& message,
+                         const std::string& format);
+
+// Writes a report to `path` whole or not at all (a temporary file beside it,
+// renamed over it): a reader never sees half a report, and writing it again
+// replaces it. Throws UsageError when it cannot be written.
+void write_report_file(const std::filesystem::path& path, const std::string& text);
+
+// Exercism caps each test's output at 500 characters.
+constexpr size_t kExercismOutputLimit = 500;
+
+}  // namespace grader
