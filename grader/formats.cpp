@@ -22,7 +22,9 @@ std::string dump(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-// At most `limit` bytes, cut at a character boundary, the cut said.
+// At most `limit` bytes (so at most `limit` characters), cut at a character
+// boundary, the cut said. Give it printable() text: invalid UTF-8 would grow
+// when the JSON writer replaces it.
 std::string cut_to(const std::string& text, size_t limit) {
   if (text.size() <= limit) return text;
   const std::string note = "\n[... cut]";
@@ -82,7 +84,7 @@ std::string exercism(const GradeReport& report) {
                      : check.status == CheckStatus::failed ? "fail"
                                                            : "error";
     test["message"] = details(check);
-    if (!report.program_stdout.empty()) test["output"] = cut_to(report.program_stdout, kExercismOutputLimit);
+    if (!report.program_stdout.empty()) test["output"] = cut_to(printable(report.program_stdout), kExercismOutputLimit);
     test["test_code"] = "grader check '" + check.id + "' (focus point: " + check.focus_point + ")";
     test["task_id"] = task_of(report, check);
     json["tests"].push_back(test);
@@ -100,8 +102,7 @@ std::string gradescope(const GradeReport& report) {
   json["stdout_visibility"] = "hidden";
   json["tests"] = Json::array();
   for (const auto& check : report.checks) {
-    const bool passed =
-        check.status == CheckStatus::passed && (report.verdict == Verdict::passed || report.verdict == Verdict::failed);
+    const bool passed = report.credits(check);
     Json test;
     test["name"] = test_name(check);
     test["score"] = passed ? check.weight : 0.0;
@@ -127,8 +128,7 @@ std::string prairielearn(const GradeReport& report) {
   json["output"] = nothing_ran(report) ? stopped_output(report) : report.program_stdout;
   json["tests"] = Json::array();
   for (const auto& check : report.checks) {
-    const bool passed =
-        check.status == CheckStatus::passed && (report.verdict == Verdict::passed || report.verdict == Verdict::failed);
+    const bool passed = report.credits(check);
     Json test;
     test["name"] = test_name(check);
     test["description"] = "focus point: " + check.focus_point;
@@ -190,8 +190,7 @@ std::string junit(const GradeReport& report) {
       skip->SetAttribute("message", printable(check.message).c_str());
       testcase->InsertEndChild(skip);
       ++skipped;
-    } else if (check.status == CheckStatus::failed ||
-               (report.verdict != Verdict::passed && report.verdict != Verdict::failed)) {
+    } else if (!report.credits(check)) {
       // A passed check of forbidden code does not pass: the verdict overrides it.
       const bool overridden = check.status == CheckStatus::passed;
       auto* failure = doc.NewElement("failure");

@@ -176,6 +176,14 @@ int merge(const std::vector<std::string>& results, const std::string& gradebook_
   std::vector<fs::path> dirs(results.begin(), results.end());
   auto book = grader::merge_results(dirs);
   const fs::path out = gradebook_dir;
+  // A folder of result files is a student's, not a gradebook's: never written over.
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(out, error)) {
+    if (entry.path().extension() == ".json") {
+      throw grader::UsageError("merge: --gradebook " + out.string() + " holds " + entry.path().filename().string() +
+                               ": choose a folder of its own (it gets gradebook.csv and students/)");
+    }
+  }
   fs::create_directories(out / "students");
   grader::write_report_file(out / "gradebook.csv", grader::gradebook_csv(book));
   for (const auto& [student, row] : book.students) {
@@ -185,6 +193,121 @@ int merge(const std::vector<std::string>& results, const std::string& gradebook_
                            (out / "gradebook.csv").string());
   for (const auto& problem : book.problems) std::cout << "incomplete: " << grader::printable(problem) << "\n";
   return book.problems.empty() ? 0 : grader::kExitGraderFault;
+}
+
+// What `grade class` and a batch were asked for.
+struct ManyRequest {
+  bool class_mode;
+  const std::vector<std::string>& paths;        // class: the class folder
+  std::vector<fs::path> files;                  // a batch's files
+  const std::vector<std::string>& submissions;  // as given
+  const std::string& results;                   // --results (empty: none)
+  const std::string& shard_text;                // --shard (empty: all)
+  const std::vector<std::string>& class_exercises;
+  int jobs;
+  const std::string& format;
+};
+
+// A class or a batch: its items (this shard's), graded in parallel, their
+// result files and the shard's manifest, then one table or JSON array.
+int grade_many(ManyRequest request, grader::GradeOptions options) {
+  const bool class_mode = request.class_mode;
+  auto& files = request.files;
+  const auto& paths = request.paths;
+  const auto& submissions = request.submissions;
+  const auto& results = request.results;
+  const auto& format = request.format;
+  const auto& shard_text = request.shard_text;
+  const auto& class_exercises = request.class_exercises;
+  const int jobs = request.jobs;
+  std::vector<grader::ClassItem> all;
+  std::vector<grader::Exercise> exercises;
+  if (class_mode) {
+    if (paths.size() != 1) throw grader::UsageError("class: give one class folder (one folder per student)");
+    if (!submissions.empty()) throw grader::UsageError("class: the submissions are the class folder's; no --submission");
+    auto ids = class_exercises.empty() ? grader::list_exercises(options.project_root / "exercises") : class_exercises;
+    for (const auto& id : ids) {
+      exercises.push_back(
+          grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", id)));
+    }
+    all = grader::class_items(fs::absolute(paths.front()), exercises);
+    options.hide.push_back(fs::absolute(paths.front()));  // no submission may read another
+  } else {
+    exercises.push_back(
+        grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", options.exercise)));
+    if (files.empty()) files.push_back(exercises.front().learner_file());
+    if (!results.empty()) {
+      all = grader::batch_items(files, options.exercise);
+    } else {
+      for (const auto& file : files) all.push_back({file.stem().string(), options.exercise, file});
+    }
+    for (const auto& file : files) options.hide.push_back(file.parent_path());  // no submission may read another
+  }
+  if (!results.empty()) {
+    // Refused now, not after an hour of grading.
+    std::error_code error;
+    fs::create_directories(fs::path(results) / ".shards", error);
+    if (error || ::access(results.c_str(), W_OK) != 0) {
+      throw grader::UsageError("--results " + results + ": cannot write there" +
+                               (error ? " (" + error.message() + ")" : std::string()));
+    }
+    options.hide.push_back(fs::absolute(results));  // no submission may read a result
+  }
+  std::sort(options.hide.begin(), options.hide.end());
+  options.hide.erase(std::unique(options.hide.begin(), options.hide.end()), options.hide.end());
+  grader::Shard shard;
+  if (!shard_text.empty()) {
+    shard = grader::parse_shard(shard_text, grader::process_environment());
+    std::cerr << "grade: shard " << shard.describe() << " (from " << shard.source << ")\n";
+  }
+  std::vector<BatchItem> items;
+  for (auto& item : grader::shard_of(all, shard)) {
+    auto label = class_mode ? item.student + " " + item.exercise : item.submission.filename().string();
+    items.push_back({std::move(item), std::move(label), std::nullopt, "", 0});
+  }
+  grade_batch(items, options, jobs);
+  grader::reap_orphans();  // no grade is running now: whatever is left can go
+  // What an item's result file holds: its report with the student, or that it was not handed in.
+  auto result_text = [&](const BatchItem& item) {
+    if (!item.item.submission.empty()) return grader::item_result(item.item, item_json(item));
+    const auto& exercise = *std::find_if(exercises.begin(), exercises.end(),
+                                         [&](const auto& e) { return e.id == item.item.exercise; });
+    return grader::missing_result(item.item, exercise);
+  };
+  if (!results.empty()) {
+    // Each item's file, then the manifest: a shard without its manifest did not finish.
+    std::vector<std::string> verdicts;
+    std::vector<grader::ClassItem> graded;
+    for (const auto& item : items) {
+      auto file = grader::result_file(results, item.item);
+      fs::create_directories(file.parent_path());
+      grader::write_report_file(file, result_text(item));
+      verdicts.push_back(item.item.submission.empty() ? "no_submission"
+                         : item.report               ? grader::verdict_name(item.report->verdict)
+                                                     : error_verdict(item.exit_code));
+      graded.push_back(item.item);
+    }
+    auto manifest = grader::manifest_file(results, shard);
+    std::map<std::string, double> max_scores;
+    for (const auto& exercise : exercises) {
+      for (const auto& check : exercise.checks) max_scores[exercise.id] += check.weight;
+    }
+    grader::write_report_file(manifest, grader::shard_manifest(shard, all, graded, verdicts, max_scores));
+  }
+  int exit_code = 0;
+  if (format == "json") {
+    std::cout << "[\n";
+    for (size_t i = 0; i < items.size(); ++i) {
+      // A class's reports say whose they are.
+      std::cout << (class_mode ? result_text(items[i]) : item_json(items[i]));
+      if (i + 1 < items.size()) std::cout << ",\n";
+    }
+    std::cout << "]\n";
+  } else {
+    std::cout << batch_table(items);
+  }
+  for (const auto& item : items) exit_code = std::max(exit_code, item.exit_code);
+  return exit_code;
 }
 
 }  // namespace
@@ -325,84 +448,10 @@ int main(int argc, char** argv) {
       if ((format != "text" && format != "json") || !files_out.empty()) {
         throw grader::UsageError(
             "a batch prints one table (text) or one JSON array (json); the platforms' formats and --output take one "
-            "submission per grade");
+            "submission per grade (a class's go to --results)");
       }
-      std::vector<grader::ClassItem> all;
-      std::vector<grader::Exercise> exercises;
-      if (class_mode) {
-        if (paths.size() != 1) throw grader::UsageError("class: give one class folder (one folder per student)");
-        if (!submissions.empty()) throw grader::UsageError("class: the submissions are the class folder's; no --submission");
-        auto ids = class_exercises.empty() ? grader::list_exercises(options.project_root / "exercises") : class_exercises;
-        for (const auto& id : ids) {
-          exercises.push_back(
-              grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", id)));
-        }
-        all = grader::class_items(fs::absolute(paths.front()), exercises);
-        options.hide.push_back(fs::absolute(paths.front()));  // no submission may read another
-      } else {
-        exercises.push_back(
-            grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", options.exercise)));
-        if (files.empty()) files.push_back(exercises.front().learner_file());
-        if (!results.empty()) {
-          all = grader::batch_items(files, options.exercise);
-        } else {
-          for (const auto& file : files) all.push_back({file.stem().string(), options.exercise, file});
-        }
-        for (const auto& file : files) options.hide.push_back(file.parent_path());  // no submission may read another
-      }
-      if (!results.empty()) options.hide.push_back(fs::absolute(results));  // nor any result
-      std::sort(options.hide.begin(), options.hide.end());
-      options.hide.erase(std::unique(options.hide.begin(), options.hide.end()), options.hide.end());
-      grader::Shard shard;
-      if (!shard_text.empty()) {
-        shard = grader::parse_shard(shard_text, grader::process_environment());
-        std::cerr << "grade: shard " << shard.describe() << " (from " << shard.source << ")\n";
-      }
-      std::vector<BatchItem> items;
-      for (auto& item : grader::shard_of(all, shard)) {
-        auto label = class_mode ? item.student + " " + item.exercise : item.submission.filename().string();
-        items.push_back({std::move(item), std::move(label), std::nullopt, "", 0});
-      }
-      grade_batch(items, options, jobs);
-      grader::reap_orphans();  // no grade is running now: whatever is left can go
-      if (!results.empty()) {
-        // Each item's file, then the manifest: a shard without its manifest did not finish.
-        std::vector<std::string> verdicts;
-        std::vector<grader::ClassItem> graded;
-        for (const auto& item : items) {
-          auto file = grader::result_file(results, item.item);
-          fs::create_directories(file.parent_path());
-          const auto& exercise = *std::find_if(exercises.begin(), exercises.end(),
-                                               [&](const auto& e) { return e.id == item.item.exercise; });
-          std::string text = item.item.submission.empty() ? grader::missing_result(item.item, exercise)
-                                                          : grader::item_result(item.item, item_json(item));
-          grader::write_report_file(file, text);
-          verdicts.push_back(item.item.submission.empty() ? "no_submission"
-                             : item.report               ? grader::verdict_name(item.report->verdict)
-                                                         : error_verdict(item.exit_code));
-          graded.push_back(item.item);
-        }
-        auto manifest = grader::manifest_file(results, shard);
-        fs::create_directories(manifest.parent_path());
-        std::map<std::string, double> max_scores;
-        for (const auto& exercise : exercises) {
-          for (const auto& check : exercise.checks) max_scores[exercise.id] += check.weight;
-        }
-        grader::write_report_file(manifest, grader::shard_manifest(shard, all, graded, verdicts, max_scores));
-      }
-      int exit_code = 0;
-      if (format == "json") {
-        std::cout << "[\n";
-        for (size_t i = 0; i < items.size(); ++i) {
-          std::cout << item_json(items[i]);
-          if (i + 1 < items.size()) std::cout << ",\n";
-        }
-        std::cout << "]\n";
-      } else {
-        std::cout << batch_table(items);
-      }
-      for (const auto& item : items) exit_code = std::max(exit_code, item.exit_code);
-      return exit_code;
+      return grade_many({class_mode, paths, files, submissions, results, shard_text, class_exercises, jobs, format},
+                        options);
     }
     if (!files.empty()) options.submission = files.front();
     auto report = grader::grade(options);

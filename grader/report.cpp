@@ -34,10 +34,13 @@ void GradeReport::assess_focus_points(const std::vector<FocusPoint>& points) {
   }
 }
 
+bool GradeReport::credits(const CheckResult& check) const {
+  return check.status == CheckStatus::passed && (verdict == Verdict::passed || verdict == Verdict::failed);
+}
+
 double GradeReport::score() const {
-  if (verdict != Verdict::passed && verdict != Verdict::failed) return 0;
   double points = 0;
-  for (const auto& check : checks) points += check.status == CheckStatus::passed ? check.weight : 0;
+  for (const auto& check : checks) points += credits(check) ? check.weight : 0;
   return points;
 }
 

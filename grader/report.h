@@ -50,8 +50,10 @@ struct GradeReport {
   double total_seconds = 0;
   double max_score = 0;  // the weights of all the exercise's checks
 
-  // The weights of the passed checks; 0 unless the verdict is passed or
-  // failed (forbidden code, a crash or a compile error scores nothing).
+  // Whether `check` earns its weight: it passed, and the verdict is passed or
+  // failed (forbidden code, a crash or a compile error earns nothing).
+  bool credits(const CheckResult& check) const;
+  // The weights of the checks that earn theirs.
   double score() const;
 
   // Fills focus_points from checks: missed if a failed check counts against

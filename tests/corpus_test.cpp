@@ -32,6 +32,7 @@
 #include <sstream>
 
 #include "corpus_support.h"
+#include "format_checks.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -88,6 +89,11 @@ TEST_P(Corpus, GradesAsLabelled) {
   }
   std::vector<std::string> extra;
   if (entry.kind == "hostile") extra = kHostileLimits;
+  // The same grade in every platform's format, checked below against their field lists.
+  const auto formats_dir = kBuild / "corpus_formats" / entry.exercise / entry.kind / entry.file.stem();
+  fs::create_directories(formats_dir);
+  const std::vector<std::string> platforms = {"exercism", "gradescope", "prairielearn", "junit"};
+  for (const auto& platform : platforms) extra.push_back("--output=" + platform + "=" + (formats_dir / platform).string());
   auto graded = run_grade(entry, extra);
   for (const auto& path : must_not_create) {
     EXPECT_FALSE(fs::exists(path)) << "the submission wrote " << path << " outside its scratch folder";
@@ -100,6 +106,25 @@ TEST_P(Corpus, GradesAsLabelled) {
     for (int pid : left) ::kill(pid, SIGKILL);
   }
   ASSERT_FALSE(graded.report.is_discarded()) << "the grader did not print a JSON report:\n" << describe(graded);
+  {
+    std::map<std::string, std::string> rendered;
+    for (const auto& platform : platforms) {
+      std::ifstream in(formats_dir / platform, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      rendered[platform] = text.str();
+    }
+    fs::remove_all(formats_dir);
+    auto problems = format_checks::exercism(rendered["exercism"]);
+    for (const auto& more : {format_checks::gradescope(rendered["gradescope"]),
+                             format_checks::prairielearn(rendered["prairielearn"]),
+                             format_checks::junit(rendered["junit"]),
+                             format_checks::agree(graded.report, rendered["exercism"], rendered["gradescope"],
+                                                  rendered["prairielearn"], rendered["junit"])}) {
+      problems.insert(problems.end(), more.begin(), more.end());
+    }
+    for (const auto& problem : problems) ADD_FAILURE() << "platform formats: " << problem;
+  }
   const auto verdict = graded.report.value("verdict", "");
   ASSERT_FALSE(graded.report["checks"].is_null());
   ASSERT_FALSE(graded.report["focus_points"].empty()) << describe(graded);

@@ -1,0 +1,208 @@
+// The grading platforms' published field lists and limits, as checks on a
+// rendered report: each returns what is wrong (empty: valid). Used on made-up
+// reports (formats_test.cpp) and on every corpus grade (corpus_test.cpp), so
+// learner output of every kind (control characters, invalid UTF-8, huge
+// messages) goes through them.
+//
+//   Exercism      exercism.org/docs/building/tooling/test-runners/interface (results.json, version 3)
+//   Gradescope    gradescope.com/help#help-center-item-autograder-specifications (results.json)
+//   PrairieLearn  prairielearn.readthedocs.io/en/latest/externalGrading/ (results.json)
+//   JUnit         the XML of Ant's JUnit task, as GitLab and GitHub reporters read it
+#pragma once
+
+#include <tinyxml2.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace format_checks {
+
+using Json = nlohmann::json;
+using Problems = std::vector<std::string>;
+
+inline void only_keys(const Json& object, const std::set<std::string>& allowed, const std::string& where,
+                      Problems& out) {
+  for (const auto& item : object.items()) {
+    if (!allowed.count(item.key())) out.push_back(where + ": field '" + item.key() + "' is not in the format");
+  }
+}
+
+inline Json parse(const std::string& text, Problems& out) {
+  auto json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) out.push_back("not a JSON object");
+  return json;
+}
+
+inline Problems exercism(const std::string& text) {
+  Problems out;
+  auto json = parse(text, out);
+  if (!out.empty()) return out;
+  only_keys(json, {"version", "status", "message", "tests"}, "top level", out);
+  if (json.value("version", 0) != 3) out.push_back("version must be 3");
+  const std::set<std::string> statuses = {"pass", "fail", "error"};
+  if (!statuses.count(json.value("status", ""))) out.push_back("status must be pass, fail or error");
+  if (json.value("status", "") == "error" && !json.value("message", Json()).is_string()) {
+    out.push_back("an error needs a message");
+  }
+  if (!json["tests"].is_array()) return out.push_back("tests must be an array"), out;
+  std::set<std::string> names;
+  bool all_pass = true;
+  for (const auto& test : json["tests"]) {
+    only_keys(test, {"name", "status", "message", "output", "test_code", "task_id"}, "test", out);
+    if (!test.value("name", Json()).is_string()) out.push_back("a test without a name");
+    if (!names.insert(test.value("name", "")).second) out.push_back("duplicate test name " + test.value("name", ""));
+    if (!statuses.count(test.value("status", ""))) out.push_back("test status must be pass, fail or error");
+    all_pass &= test.value("status", "") == "pass";
+    if (test.contains("output") && test["output"].get<std::string>().size() > 500) {
+      out.push_back("test output over 500 characters");
+    }
+    if (!test.value("test_code", Json()).is_string()) out.push_back("test_code must be a string");
+    if (test.contains("task_id") && !(test["task_id"].is_number_integer() && test["task_id"] >= 1)) {
+      out.push_back("task_id must be a positive integer");
+    }
+  }
+  if ((json["status"] == "pass") != (all_pass && !json["tests"].empty() && json["status"] != "error")) {
+    out.push_back("the status must be pass exactly when every test passed");
+  }
+  return out;
+}
+
+inline Problems gradescope(const std::string& text) {
+  Problems out;
+  auto json = parse(text, out);
+  if (!out.empty()) return out;
+  only_keys(json,
+            {"score", "max_score", "execution_time", "output", "output_format", "test_output_format",
+             "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"},
+            "top level", out);
+  const std::set<std::string> visibility = {"hidden", "after_due_date", "after_published", "visible"};
+  if (!json["score"].is_number() || !json["max_score"].is_number()) out.push_back("score and max_score are numbers");
+  if (!visibility.count(json.value("visibility", "")) || !visibility.count(json.value("stdout_visibility", ""))) {
+    out.push_back("visibility and stdout_visibility must be one of Gradescope's four");
+  }
+  if (!json["execution_time"].is_number()) out.push_back("execution_time must be a number");
+  double sum = 0;
+  for (const auto& test : json["tests"]) {
+    only_keys(test,
+              {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags",
+               "visibility", "extra_data"},
+              "test", out);
+    const auto status = test.value("status", "");
+    if (status != "passed" && status != "failed") out.push_back("test status must be passed or failed");
+    if (test.value("score", 0.0) > test.value("max_score", 0.0) + 1e-9) out.push_back("a test over its max_score");
+    if (status == "passed" && test.value("score", 0.0) < test.value("max_score", 0.0)) {
+      out.push_back("a passed test without its points");
+    }
+    if (!test["tags"].is_array() || test["tags"].empty()) out.push_back("tags must list the focus points");
+    if (!visibility.count(test.value("visibility", ""))) out.push_back("test visibility");
+    sum += test.value("score", 0.0);
+  }
+  if (json["score"].is_number() && std::abs(sum - json["score"].get<double>()) > 1e-9) {
+    out.push_back("score must be the sum of the tests' scores");
+  }
+  return out;
+}
+
+inline Problems prairielearn(const std::string& text) {
+  Problems out;
+  auto json = parse(text, out);
+  if (!out.empty()) return out;
+  only_keys(json, {"gradable", "score", "message", "output", "tests", "format_errors", "images", "partial_scores"},
+            "top level", out);
+  if (!json["gradable"].is_boolean()) out.push_back("gradable must be a boolean");
+  if (!json["score"].is_number() || json["score"] < 0 || json["score"] > 1) out.push_back("score must be in [0, 1]");
+  for (const auto& test : json["tests"]) {
+    only_keys(test, {"name", "description", "points", "max_points", "message", "output", "images"}, "test", out);
+    if (!test["name"].is_string()) out.push_back("a test without a name");
+    if (test.value("points", 0.0) > test.value("max_points", 0.0) + 1e-9) out.push_back("a test over its max_points");
+  }
+  return out;
+}
+
+struct JUnitCounts {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+};
+
+inline Problems junit(const std::string& text, JUnitCounts* counts = nullptr) {
+  Problems out;
+  tinyxml2::XMLDocument doc;
+  if (doc.Parse(text.c_str()) != tinyxml2::XML_SUCCESS) return {"not well-formed XML: " + std::string(doc.ErrorStr())};
+  auto* suites = doc.FirstChildElement("testsuites");
+  if (!suites) return {"no <testsuites> root"};
+  JUnitCounts total;
+  for (auto* suite = suites->FirstChildElement("testsuite"); suite; suite = suite->NextSiblingElement("testsuite")) {
+    if (!suite->Attribute("name")) out.push_back("a testsuite without a name");
+    JUnitCounts here;
+    std::set<std::string> names;
+    for (auto* testcase = suite->FirstChildElement("testcase"); testcase;
+         testcase = testcase->NextSiblingElement("testcase")) {
+      ++here.tests;
+      const char* name = testcase->Attribute("name");
+      if (!name || !names.insert(name).second) out.push_back("testcase names must exist and be unique");
+      if (!testcase->Attribute("classname")) out.push_back("a testcase without a classname (focus point)");
+      double time = -1;
+      if (testcase->QueryDoubleAttribute("time", &time) != tinyxml2::XML_SUCCESS || time < 0) {
+        out.push_back("testcase time must be seconds >= 0");
+      }
+      int outcomes = !!testcase->FirstChildElement("failure") + !!testcase->FirstChildElement("error") +
+                     !!testcase->FirstChildElement("skipped");
+      if (outcomes > 1) out.push_back("a testcase with more than one outcome");
+      here.failures += !!testcase->FirstChildElement("failure");
+      here.errors += !!testcase->FirstChildElement("error");
+      here.skipped += !!testcase->FirstChildElement("skipped");
+    }
+    if (suite->IntAttribute("tests", -1) != here.tests || suite->IntAttribute("failures", -1) != here.failures ||
+        suite->IntAttribute("errors", -1) != here.errors || suite->IntAttribute("skipped", -1) != here.skipped) {
+      out.push_back("the testsuite's counts disagree with its testcases");
+    }
+    double time = -1;
+    if (suite->QueryDoubleAttribute("time", &time) != tinyxml2::XML_SUCCESS || time < 0) {
+      out.push_back("testsuite time must be seconds >= 0");
+    }
+    total.tests += here.tests;
+    total.failures += here.failures;
+    total.errors += here.errors;
+    total.skipped += here.skipped;
+  }
+  if (total.tests == 0) out.push_back("no testcase");
+  if (counts) *counts = total;
+  return out;
+}
+
+// What every format must agree on with the grader's own JSON report of the
+// same grade: passed exactly when the verdict is passed, the same score, and
+// a check that was not assessed never counted as passed.
+inline Problems agree(const Json& report, const std::string& exercism_text, const std::string& gradescope_text,
+                      const std::string& prairielearn_text, const std::string& junit_text) {
+  Problems out;
+  const bool passed = report.value("verdict", "") == "passed";
+  const double score = report.value("score", 0.0), max_score = report.value("max_score", 0.0);
+  size_t not_assessed = 0;
+  for (const auto& check : report["checks"]) not_assessed += check.value("status", "") == "skipped";
+  auto ex = Json::parse(exercism_text, nullptr, false);
+  auto gs = Json::parse(gradescope_text, nullptr, false);
+  auto pl = Json::parse(prairielearn_text, nullptr, false);
+  if (ex.is_discarded() || gs.is_discarded() || pl.is_discarded()) return {"a format is not JSON"};
+  if ((ex.value("status", "") == "pass") != passed) out.push_back("exercism status disagrees with the verdict");
+  if (std::abs(gs.value("score", -1.0) - score) > 1e-9 || std::abs(gs.value("max_score", -1.0) - max_score) > 1e-9) {
+    out.push_back("gradescope score disagrees with the report's");
+  }
+  if (max_score > 0 && std::abs(pl.value("score", -1.0) - score / max_score) > 1e-9) {
+    out.push_back("prairielearn score disagrees with the report's");
+  }
+  size_t exercism_errors = 0;
+  for (const auto& test : ex["tests"]) exercism_errors += test.value("status", "") == "error";
+  if (exercism_errors < not_assessed) out.push_back("exercism shows a check that was not assessed as run");
+  JUnitCounts counts;
+  if (junit(junit_text, &counts).empty()) {
+    if (passed != (counts.failures == 0 && counts.errors == 0)) out.push_back("junit failures disagree with the verdict");
+    if (counts.skipped != static_cast<int>(not_assessed)) out.push_back("junit skips are not the checks not assessed");
+  }
+  if (passed && !not_assessed && score != max_score) out.push_back("a pass with every check run must score the maximum");
+  return out;
+}
+
+}  // namespace format_checks
