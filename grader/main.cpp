@@ -412,9 +412,10 @@ int main(int argc, char** argv) {
     const auto files_out = parse_outputs(outputs);
     // Whatever happens from here, the files asked for are written (a CI job
     // reads its JUnit file even when the grader fails).
-    report_error = [&](const std::string& verdict, const std::string& message) {
+    // By value: the handlers that call it run after this block's locals are gone.
+    report_error = [files_out, exercise = options.exercise](const std::string& verdict, const std::string& message) {
       for (const auto& [fmt_name, path] : files_out) {
-        grader::write_report_file(path, grader::render_error(options.exercise, verdict, message, fmt_name));
+        grader::write_report_file(path, grader::render_error(exercise, verdict, message, fmt_name));
       }
     };
     if (*seed_option) options.seed = seed;
