@@ -234,6 +234,13 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
   exercise.id = read.text(root, "id");
   if (exercise.id != dir.filename().string()) read.fail("id '" + exercise.id + "' differs from its folder name");
   exercise.title = read.text(root, "title");
+  if (root["order"]) {
+    try {
+      exercise.order = root["order"].as<int>();
+    } catch (const YAML::Exception&) {
+      read.fail("'order' must be a whole number (the exercise's place in the learning order)");
+    }
+  }
   exercise.learner_files = read.texts(root, "learner_files", true);
   if (exercise.learner_files.empty()) read.fail("'learner_files' is empty");
   exercise.interface_header = read.text(root, "interface");

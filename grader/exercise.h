@@ -107,6 +107,7 @@ struct Limits {
 struct Exercise {
   std::string id;
   std::string title;
+  int order = 1000;  // place in the learning order (`order:`; `grade list` sorts by it)
   std::filesystem::path dir;
   std::vector<std::string> learner_files;
   std::string interface_header;

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <fcntl.h>
+
+#include <cerrno>
 #include <thread>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
@@ -247,21 +249,28 @@ void write_report_file(const std::filesystem::path& path, const std::string& tex
   auto partial = path;
   partial += ".partial-" + std::to_string(::getpid()) + "-" +
              std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(partial, ignored);
-      throw UsageError("cannot write the report to " + path.string());
-    }
+  // Synced before the rename: after a crash (even of the machine) the file
+  // is the old one or the new one, whole.
+  int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    ok = wrote > 0;
+    done += ok ? static_cast<size_t>(wrote) : 0;
   }
+  ok = ok && ::fsync(fd) == 0;
+  if (fd >= 0) ok = ::close(fd) == 0 && ok;
   std::error_code error;
-  std::filesystem::rename(partial, path, error);
-  if (error) {
+  if (ok) std::filesystem::rename(partial, path, error);
+  if (!ok || error) {
     std::filesystem::remove(partial, error);
-    throw UsageError("cannot write the report to " + path.string());
+    throw UsageError("cannot write " + path.string());
+  }
+  int dir = ::open(path.has_parent_path() ? path.parent_path().c_str() : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
   }
 }
 

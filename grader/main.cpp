@@ -21,6 +21,7 @@
 #include "formats.h"
 #include "grade.h"
 #include "process.h"
+#include "progress.h"
 #include "report.h"
 #include "toolchain.h"
 
@@ -195,6 +196,58 @@ int merge(const std::vector<std::string>& results, const std::string& gradebook_
   return book.problems.empty() ? 0 : grader::kExitGraderFault;
 }
 
+// `grade list`: the exercises in learning order, with this learner's progress.
+int list(const fs::path& root) {
+  std::vector<grader::Exercise> exercises;
+  for (const auto& id : grader::list_exercises(root / "exercises")) {
+    exercises.push_back(grader::load_exercise(root / "exercises" / id));
+  }
+  std::stable_sort(exercises.begin(), exercises.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::string notice;
+  const auto file = grader::progress_file(root);
+  auto progress = grader::load_progress(file, &notice);
+  if (!notice.empty()) std::cerr << "grade: " << notice << "\n";
+  size_t width = 8, passed = 0;
+  for (const auto& exercise : exercises) width = std::max(width, exercise.id.size());
+  for (const auto& exercise : exercises) {
+    auto found = progress.exercises.find(exercise.id);
+    std::string status = found == progress.exercises.end() ? "not started" : found->second.status;
+    std::string missed;
+    if (found != progress.exercises.end()) {
+      for (const auto& point : found->second.missed) missed += (missed.empty() ? "" : ", ") + point;
+    }
+    passed += status == "passed";
+    std::cout << fmt::format("{:<{}}  {:<11}  {}{}\n", exercise.id, width, status, exercise.title,
+                             missed.empty() ? "" : "  (missed: " + missed + ")");
+  }
+  std::cout << fmt::format("{} of {} passed (progress: {})\n", passed, exercises.size(), file.string());
+  return 0;
+}
+
+// `grade solution EXERCISE [--reveal]`: the model solution, once passed.
+int solution(const fs::path& root, const std::vector<std::string>& paths, bool reveal) {
+  if (paths.size() != 1) throw grader::UsageError("solution: name one exercise (see: grade list)");
+  auto exercise = grader::load_exercise(grader::find_exercise_dir(root / "exercises", paths.front()));
+  auto progress = grader::load_progress(grader::progress_file(root));
+  if (!reveal && !progress.ever_passed(exercise.id)) {
+    std::cout << "The model solution of " << exercise.id << " opens once you have passed it (./grade " << exercise.id
+              << "). Stuck? Read the explanations of the focus points you missed in the report.\n"
+              << "To read it anyway: ./grade solution " << exercise.id << " --reveal\n";
+    return grader::kExitNotPassed;
+  }
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(root / "solutions" / exercise.id)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  if (files.empty()) throw grader::UsageError("no model solution in solutions/" + exercise.id);
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    std::cout << "// ===== " << fs::relative(file, root).string() << " =====\n" << in.rdbuf() << "\n";
+  }
+  return 0;
+}
+
 // What `grade class` and a batch were asked for.
 struct ManyRequest {
   bool class_mode;
@@ -326,7 +379,8 @@ int main(int argc, char** argv) {
       "                                  grade a class folder (one folder per student) into result files\n"
       "  grade merge OUT... --gradebook DIR\n"
       "                                  merge the results of every shard into gradebook.csv + one JSON per student\n"
-      "  grade list                      list the exercises\n"
+      "  grade list                      the exercises in learning order, with your progress\n"
+      "  grade solution EXERCISE         the commented model solution, once you have passed (or --reveal)\n"
       "  grade sandbox                   say what isolates learner code here (exit 0: complete)"};
   app.name("grade");
   grader::GradeOptions options;
@@ -336,10 +390,10 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   std::string root = ".", build = "build";
   app.add_option("exercise", options.exercise,
-                 "exercise id (see: grade list), or 'list', 'sandbox', 'class' or 'merge'")
+                 "exercise id (see: grade list), or 'list', 'solution', 'sandbox', 'class' or 'merge'")
       ->required();
   std::vector<std::string> paths;
-  app.add_option("paths", paths, "class: the class folder; merge: the results folder(s)");
+  app.add_option("paths", paths, "class: the class folder; merge: the results folder(s); solution: the exercise");
   std::string results, shard_text, gradebook;
   std::vector<std::string> class_exercises;
   app.add_option("--results", results,
@@ -350,6 +404,8 @@ int main(int argc, char** argv) {
                  "Slurm array, Kubernetes Indexed Job or GitLab parallel job running this");
   app.add_option("--exercise", class_exercises, "class: grade only this exercise (repeat it for several)");
   app.add_option("--gradebook", gradebook, "merge: the folder the gradebook goes to");
+  bool reveal = false;
+  app.add_flag("--reveal", reveal, "solution: show the model solution before you have passed");
   app.add_option("--submission", submissions,
                  "a learner file to grade (default: the one in exercises/); repeat it, or give a folder, for a batch");
   app.add_option("--jobs", jobs, "grade a batch with this many grades in parallel")->check(CLI::Range(1, 64));
@@ -401,13 +457,8 @@ int main(int argc, char** argv) {
     options.project_root = std::filesystem::absolute(root);
     options.build_dir = std::filesystem::absolute(build);
     options.use_cache = !no_cache;
-    if (options.exercise == "list") {
-      for (const auto& id : grader::list_exercises(options.project_root / "exercises")) {
-        auto exercise = grader::load_exercise(options.project_root / "exercises" / id);
-        std::cout << id << "  " << exercise.title << "\n";
-      }
-      return 0;
-    }
+    if (options.exercise == "list") return list(options.project_root);
+    if (options.exercise == "solution") return solution(options.project_root, paths, reveal);
     if (options.exercise == "merge") return merge(paths, gradebook);
     const auto files_out = parse_outputs(outputs);
     // Whatever happens from here, the files asked for are written (a CI job
@@ -456,6 +507,15 @@ int main(int argc, char** argv) {
     }
     if (!files.empty()) options.submission = files.front();
     auto report = grader::grade(options);
+    if (submissions.empty()) {
+      // The learner's own file: its grade is their progress (grade list).
+      try {
+        auto notice = grader::record_grade(grader::progress_file(options.project_root), report);
+        if (!notice.empty()) std::cerr << "grade: " << notice << "\n";
+      } catch (const std::exception& error) {
+        std::cerr << "grade: your progress was not saved: " << error.what() << "\n";
+      }
+    }
     // --color always beats NO_COLOR (no-color.org: a per-run option overrides it).
     const char* no_color = std::getenv("NO_COLOR");
     bool use_color =

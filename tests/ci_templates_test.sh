@@ -34,7 +34,7 @@ trap 'rm -rf "$work"' EXIT
 # ---------------------------------------------------------------- (a) the YAML
 step "the exercises: grade list"
 "$build/grader/grade" --root "$root" --build-dir "$build" list >"$work/list" || fail "grade list failed"
-exercises=$(awk '{print $1}' "$work/list" | sort | tr '\n' ' ')
+exercises=$(awk '$1 ~ /^[a-z][a-z0-9_]*$/ {print $1}' "$work/list" | sort | tr '\n' ' ')
 [[ -n "${exercises// /}" ]] || fail "grade list printed no exercise"
 echo "   $exercises"
 
@@ -132,6 +132,7 @@ status=$?
 
 # ------------------------------------------- (b) the script in this checkout
 export GRADE_BUILD_DIR=$build
+export GRADE_PROGRESS=$work/progress.json  # not the checkout's own learner progress
 # check_junit FILE: prints "tests failures errors" of the root element.
 check_junit() {
   python3 - "$1" <<'PY'

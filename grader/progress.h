@@ -1,0 +1,45 @@
+// The learner's progress: per exercise, not started / failing / passed and
+// the focus points still missed, kept in one JSON file that every grade of
+// the learner's own file updates (README: Your progress). Updates are
+// read-modify-write under a lock, and the file is replaced whole (written
+// beside it, synced, renamed over it), so an interrupted grade leaves the
+// previous progress, never half a file.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report.h"
+
+namespace grader {
+
+struct ExerciseProgress {
+  std::string status;               // "passed" or "failing" (absent: not started)
+  std::vector<std::string> missed;  // focus points missed at the last grade
+  std::string last_graded;          // UTC, ISO 8601
+  std::string first_passed;         // UTC, ISO 8601; empty: never passed
+  int grades = 0;
+};
+
+struct Progress {
+  std::map<std::string, ExerciseProgress> exercises;
+  bool ever_passed(const std::string& exercise) const;
+};
+
+// GRADE_PROGRESS when set, else <project_root>/.learner/progress.json.
+std::filesystem::path progress_file(const std::filesystem::path& project_root);
+
+// An absent file is no progress. A file that is not progress (edited by hand,
+// or from a newer grader) is moved aside, named in `notice`, and not lost.
+Progress load_progress(const std::filesystem::path& file, std::string* notice = nullptr);
+
+// Records one grade of the learner's own file. A grade that stopped before
+// any check (compile error, crash, limits) is failing with nothing missed; a
+// grader fault is not the learner's and records nothing. Returns a notice
+// for the learner (an unreadable file moved aside), or nothing.
+std::string record_grade(const std::filesystem::path& file, const GradeReport& report);
+
+}  // namespace grader

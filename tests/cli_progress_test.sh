@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The learner's loop from the command line, with a progress file of the
+# test's own (GRADE_PROGRESS): `grade list` in learning order, a grade of the
+# learner's file recorded as failing with what it missed, a grade of another
+# file (--submission) not recorded, the solution gated until passed
+# (--reveal opens it), and a grade killed midway leaving the progress intact.
+#   tests/cli_progress_test.sh ROOT BUILD
+set -uo pipefail
+root=$1 build=$2
+grade=("$build/grader/grade" --root "$root" --build-dir "$build")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export GRADE_PROGRESS=$work/progress.json
+fail() { echo "FAILED: $*"; exit 1; }
+
+out=$("${grade[@]}" list) || fail "list: $out"
+order=$(awk 'NR <= 3 {print $1 ":" $2 " " $3}' <<<"$out" | tr '\n' ' ')
+[[ $order == "exercise_sdpa:not started exercise_mhsa:not started exercise_mha:not started " ]] ||
+  fail "list before any grade: $out"
+
+"${grade[@]}" exercise_sdpa --submission "$root/solutions/exercise_sdpa/sdpa.cpp" >/dev/null 2>&1
+[[ ! -e $GRADE_PROGRESS ]] || fail "a grade of another file (--submission) changed the learner's progress"
+
+# The learner's own file (the starter here): failing.
+"${grade[@]}" exercise_mhsa >/dev/null 2>&1
+(($? == 1)) || fail "the starter did not fail"
+out=$("${grade[@]}" list)
+grep -q '^exercise_mhsa  *failing' <<<"$out" || fail "list after a failing grade: $out"
+
+out=$("${grade[@]}" solution exercise_mhsa)
+status=$?
+((status == 1)) && grep -q -- "--reveal" <<<"$out" || fail "solution before passing (exit $status): $out"
+grep -q "MultiHeadSelfAttentionImpl::forward" <<<"$out" && fail "solution shown before passing"
+out=$("${grade[@]}" solution exercise_mhsa --reveal) || fail "solution --reveal: $out"
+grep -q "solutions/exercise_mhsa/mhsa.cpp" <<<"$out" && grep -q "MultiHeadSelfAttentionImpl::forward" <<<"$out" ||
+  fail "solution --reveal printed: ${out:0:300}"
+
+# A grade killed midway (SIGKILL while it compiles or runs): the progress is what it was.
+cp "$GRADE_PROGRESS" "$work/before.json"
+"${grade[@]}" exercise_mhsa >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$GRADE_PROGRESS" 2>/dev/null ||
+  cmp -s "$GRADE_PROGRESS" "$work/before.json" || fail "the progress file is damaged after a killed grade"
+out=$("${grade[@]}" list)
+grep -q '^exercise_mhsa  *failing' <<<"$out" || fail "progress lost after a killed grade: $out"
+echo "PASSED: list in learning order, progress recorded for the learner's own file only, solution gated, a killed grade harmless"
