@@ -24,6 +24,7 @@
 #include "progress.h"
 #include "report.h"
 #include "toolchain.h"
+#include "watch.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -381,6 +382,7 @@ int main(int argc, char** argv) {
       "                                  merge the results of every shard into gradebook.csv + one JSON per student\n"
       "  grade list                      the exercises in learning order, with your progress\n"
       "  grade solution EXERCISE         the commented model solution, once you have passed (or --reveal)\n"
+      "  grade watch EXERCISE            grade again each time you save the file (Ctrl-C stops; --manual: Enter)\n"
       "  grade sandbox                   say what isolates learner code here (exit 0: complete)"};
   app.name("grade");
   grader::GradeOptions options;
@@ -390,10 +392,10 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   std::string root = ".", build = "build";
   app.add_option("exercise", options.exercise,
-                 "exercise id (see: grade list), or 'list', 'solution', 'sandbox', 'class' or 'merge'")
+                 "exercise id (see: grade list), or 'list', 'watch', 'solution', 'sandbox', 'class' or 'merge'")
       ->required();
   std::vector<std::string> paths;
-  app.add_option("paths", paths, "class: the class folder; merge: the results folder(s); solution: the exercise");
+  app.add_option("paths", paths, "class: the class folder; merge: the results folder(s); watch, solution: the exercise");
   std::string results, shard_text, gradebook;
   std::vector<std::string> class_exercises;
   app.add_option("--results", results,
@@ -404,7 +406,8 @@ int main(int argc, char** argv) {
                  "Slurm array, Kubernetes Indexed Job or GitLab parallel job running this");
   app.add_option("--exercise", class_exercises, "class: grade only this exercise (repeat it for several)");
   app.add_option("--gradebook", gradebook, "merge: the folder the gradebook goes to");
-  bool reveal = false;
+  bool reveal = false, manual = false;
+  app.add_flag("--manual", manual, "watch: grade again when you press Enter, not when the file is saved");
   app.add_flag("--reveal", reveal, "solution: show the model solution before you have passed");
   app.add_option("--submission", submissions,
                  "a learner file to grade (default: the one in exercises/); repeat it, or give a folder, for a batch");
@@ -488,6 +491,30 @@ int main(int argc, char** argv) {
       std::cerr << "grade: notice: " << options.sandbox.describe() << "\n";
     }
 
+    if (options.exercise == "watch") {
+      if (paths.size() != 1) throw grader::UsageError("watch: name one exercise (see: grade list)");
+      options.exercise = paths.front();
+      auto exercise = grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", options.exercise));
+      if (submissions.size() > 1) throw grader::UsageError("watch: one --submission at most");
+      grader::WatchOptions watching;
+      watching.file = submissions.empty() ? exercise.learner_file() : fs::absolute(submissions.front());
+      if (!submissions.empty()) options.submission = watching.file;
+      watching.manual = manual;
+      const char* no_color = std::getenv("NO_COLOR");
+      watching.color =
+          color == "always" || (color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
+      const auto progress = grader::progress_file(options.project_root);
+      if (submissions.empty()) {
+        watching.on_grade = [progress](const grader::GradeReport& report) {
+          try {
+            grader::record_grade(progress, report);
+          } catch (const std::exception& error) {
+            std::cerr << "grade: your progress was not saved: " << error.what() << "\n";
+          }
+        };
+      }
+      return grader::watch(options, watching);
+    }
     const bool class_mode = options.exercise == "class";
     if (!class_mode && !paths.empty()) {
       throw grader::UsageError("unexpected argument '" + paths.front() + "' (folders of submissions go after --submission)");
