@@ -296,7 +296,8 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
 
   std::set<std::string> points;
   for (const auto& node : read.list(root, "focus_points")) {
-    FocusPoint point{read.text(node, "id"), read.text(node, "title"), read.text(node, "explanation")};
+    FocusPoint point{read.text(node, "id"), read.text(node, "title"), read.text(node, "explanation"),
+                     read.texts(node, "hints", false)};
     if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");
     exercise.focus_points.push_back(point);
   }

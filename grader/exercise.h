@@ -11,7 +11,8 @@ namespace grader {
 struct FocusPoint {
   std::string id;
   std::string title;
-  std::string explanation;
+  std::string explanation;         // what an interviewer expects to hear: the last hint
+  std::vector<std::string> hints;  // `grade hint`, least detail first (optional)
 };
 
 struct CheckSpec {

@@ -17,11 +17,12 @@
 namespace grader {
 
 struct ExerciseProgress {
-  std::string status;               // "passed" or "failing" (absent: not started)
+  std::string status;               // "passed", "failing", or empty: not graded yet
   std::vector<std::string> missed;  // focus points missed at the last grade
   std::string last_graded;          // UTC, ISO 8601
   std::string first_passed;         // UTC, ISO 8601; empty: never passed
   int grades = 0;
+  std::map<std::string, int> hints_seen;  // focus point -> how many of its hints were shown
 };
 
 struct Progress {
@@ -41,5 +42,10 @@ Progress load_progress(const std::filesystem::path& file, std::string* notice = 
 // grader fault is not the learner's and records nothing. Returns a notice
 // for the learner (an unreadable file moved aside), or nothing.
 std::string record_grade(const std::filesystem::path& file, const GradeReport& report);
+
+// Marks the next hint of `focus_point` as seen and returns its index (0:
+// the least detailed); past the last of `available`, the last again.
+int take_hint(const std::filesystem::path& file, const std::string& exercise, const std::string& focus_point,
+              int available);
 
 }  // namespace grader

@@ -3,7 +3,8 @@
 # test's own (GRADE_PROGRESS): `grade list` in learning order, a grade of the
 # learner's file recorded as failing with what it missed, a grade of another
 # file (--submission) not recorded, the solution gated until passed
-# (--reveal opens it), and a grade killed midway leaving the progress intact.
+# (--reveal opens it), a grade killed midway leaving the progress intact, and
+# hints: least detail first, on the focus points the last grade missed.
 #   tests/cli_progress_test.sh ROOT BUILD
 set -uo pipefail
 root=$1 build=$2
@@ -46,4 +47,32 @@ python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$GRADE_PROGRESS" 2>
   cmp -s "$GRADE_PROGRESS" "$work/before.json" || fail "the progress file is damaged after a killed grade"
 out=$("${grade[@]}" list)
 grep -q '^exercise_mhsa  *failing' <<<"$out" || fail "progress lost after a killed grade: $out"
-echo "PASSED: list in learning order, progress recorded for the learner's own file only, solution gated, a killed grade harmless"
+# Hints: least detail first; after a failing grade, on what it missed (in the exercise's order).
+out=$("${grade[@]}" hint exercise_sdpa) || fail "hint: $out"
+grep -q "Hint 1 of 3 on 'matmul'" <<<"$out" || fail "the first hint of a fresh exercise: $out"
+python3 - "$GRADE_PROGRESS" <<'PY'
+import json, sys
+path = sys.argv[1]
+progress = json.load(open(path))
+progress["exercises"]["exercise_mha"] = {"status": "failing", "missed": ["masking", "scaling"], "last_graded": "",
+                                         "first_passed": "", "grades": 1, "hints_seen": {}}
+progress["exercises"]["exercise_sdpa"].update({"status": "passed", "first_passed": "2026-11-22T00:00:00Z"})
+json.dump(progress, open(path, "w"))
+PY
+seen=""
+for _ in 1 2 3 4; do
+  out=$("${grade[@]}" hint exercise_mha) || fail "hint: $out"
+  seen+="$(grep -o "Hint [0-9] of [0-9] on '[a-z_]*'" <<<"$out");"
+done
+[[ $seen == "Hint 1 of 3 on 'scaling';Hint 2 of 3 on 'scaling';Hint 3 of 3 on 'scaling';Hint 1 of 3 on 'masking';" ]] ||
+  fail "hints after a grade that missed masking and scaling: $seen"
+grep -q "Your last grade missed: masking, scaling" <<<"$out" || fail "the hint does not say what was missed: $out"
+out=$("${grade[@]}" hint exercise_mha --focus softmax) && grep -q "Hint 1 of 3 on 'softmax'" <<<"$out" ||
+  fail "hint --focus softmax: $out"
+"${grade[@]}" hint exercise_mha --focus nonsense >/dev/null 2>&1
+(($? == 2)) || fail "hint --focus with an unknown focus point is not a usage error"
+# Passed once: the solution opens without --reveal.
+out=$("${grade[@]}" solution exercise_sdpa) || fail "solution after passing: $out"
+grep -q "solutions/exercise_sdpa/sdpa.cpp" <<<"$out" || fail "solution after passing printed: ${out:0:200}"
+
+echo "PASSED: list in learning order, progress recorded for the learner's own file only, hints by diagnosis, solution gated, a killed grade harmless"

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include "checks/check.h"
 #include "errors.h"
@@ -17,6 +18,21 @@ namespace fs = std::filesystem;
 fs::path project_root() {
   const char* root = std::getenv("GRADER_ROOT");
   return root ? fs::path(root) : fs::current_path();
+}
+
+// `grade hint` has something to say on every focus point before the
+// explanation, and the learning order (`order:`) is a real order.
+TEST(Exercises, EveryFocusPointHasHintsAndAPlaceInTheOrder) {
+  std::set<int> orders;
+  for (const auto& id : list_exercises(project_root() / "exercises")) {
+    auto exercise = load_exercise(project_root() / "exercises" / id);
+    EXPECT_TRUE(orders.insert(exercise.order).second) << id << ": another exercise has order " << exercise.order;
+    EXPECT_LT(exercise.order, 1000) << id << " has no `order:`";
+    for (const auto& point : exercise.focus_points) {
+      EXPECT_FALSE(point.hints.empty()) << id << ": focus point " << point.id << " has no hints";
+      for (const auto& text : point.hints) EXPECT_NE(text, point.explanation) << id << ": " << point.id;
+    }
+  }
 }
 
 class BrokenExercise : public ::testing::Test {

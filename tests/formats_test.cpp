@@ -44,7 +44,8 @@ GradeReport failed_grade() {
   // Invalid UTF-8 first: each byte grows to three when a JSON writer replaces it.
   report.program_stdout = std::string(300, '\xff') + std::string(2000, 'x') + "\x1b[2J\x01 <&> \xc3\xa9";
   report.total_seconds = 2.4;
-  report.assess_focus_points({{"head_split", "Split heads", ""}, {"scaling", "Scale", ""}, {"masking", "Mask", ""}});
+  report.assess_focus_points(
+      {{"head_split", "Split heads", "", {}}, {"scaling", "Scale", "", {}}, {"masking", "Mask", "", {}}});
   return report;
 }
 

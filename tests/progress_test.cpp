@@ -19,7 +19,7 @@ GradeReport graded(const std::string& exercise, Verdict verdict, std::vector<std
   report.verdict = verdict;
   auto add = [&](const std::string& id, FocusStatus status) {
     FocusPointResult result;
-    result.point = {id, id, ""};
+    result.point = {id, id, "", {}};
     result.status = status;
     report.focus_points.push_back(result);
   };
