@@ -20,6 +20,7 @@
 #include "exercise.h"
 #include "formats.h"
 #include "grade.h"
+#include "learner.h"
 #include "process.h"
 #include "progress.h"
 #include "report.h"
@@ -197,117 +198,6 @@ int merge(const std::vector<std::string>& results, const std::string& gradebook_
   return book.problems.empty() ? 0 : grader::kExitGraderFault;
 }
 
-// `grade list`: the exercises in learning order, with this learner's progress.
-int list(const fs::path& root) {
-  std::vector<grader::Exercise> exercises;
-  for (const auto& id : grader::list_exercises(root / "exercises")) {
-    exercises.push_back(grader::load_exercise(root / "exercises" / id));
-  }
-  std::stable_sort(exercises.begin(), exercises.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
-  std::string notice;
-  const auto file = grader::progress_file(root);
-  auto progress = grader::load_progress(file, &notice);
-  if (!notice.empty()) std::cerr << "grade: " << notice << "\n";
-  size_t width = 8, passed = 0;
-  for (const auto& exercise : exercises) width = std::max(width, exercise.id.size());
-  for (const auto& exercise : exercises) {
-    auto found = progress.exercises.find(exercise.id);
-    std::string status = found == progress.exercises.end() || found->second.status.empty() ? "not started"
-                                                                                          : found->second.status;
-    std::string missed;
-    if (found != progress.exercises.end()) {
-      for (const auto& point : found->second.missed) missed += (missed.empty() ? "" : ", ") + point;
-    }
-    passed += status == "passed";
-    std::cout << fmt::format("{:<{}}  {:<11}  {}{}\n", exercise.id, width, status, exercise.title,
-                             missed.empty() ? "" : "  (missed: " + missed + ")");
-  }
-  std::cout << fmt::format("{} of {} passed (progress: {})\n", passed, exercises.size(), file.string());
-  return 0;
-}
-
-// `grade hint EXERCISE [--focus ID]`: the next hint, least detail first; for
-// the focus points the last grade missed first, in the exercise's order.
-int hint(const fs::path& root, const std::vector<std::string>& paths, const std::string& focus) {
-  if (paths.size() != 1) throw grader::UsageError("hint: name one exercise (see: grade list)");
-  auto exercise = grader::load_exercise(grader::find_exercise_dir(root / "exercises", paths.front()));
-  const auto file = grader::progress_file(root);
-  auto progress = grader::load_progress(file);
-  const auto& mine = progress.exercises[exercise.id];
-  auto levels = [](const grader::FocusPoint& point) {
-    auto all = point.hints;
-    all.push_back(point.explanation);  // the last hint: what an interviewer expects to hear
-    return all;
-  };
-  std::vector<const grader::FocusPoint*> candidates;
-  if (!focus.empty()) {
-    std::string ids;
-    for (const auto& point : exercise.focus_points) {
-      if (point.id == focus) candidates.push_back(&point);
-      ids += (ids.empty() ? "" : ", ") + point.id;
-    }
-    if (candidates.empty()) throw grader::UsageError("hint: no focus point '" + focus + "' in " + exercise.id + " (" + ids + ")");
-  } else {
-    for (const auto& point : exercise.focus_points) {
-      if (std::find(mine.missed.begin(), mine.missed.end(), point.id) != mine.missed.end()) {
-        candidates.push_back(&point);
-      }
-    }
-    if (candidates.empty()) {
-      for (const auto& point : exercise.focus_points) candidates.push_back(&point);
-    }
-  }
-  // The first candidate with hints not yet seen; all seen: the first again, in full.
-  const grader::FocusPoint* chosen = candidates.front();
-  for (const auto* point : candidates) {
-    auto seen = mine.hints_seen.find(point->id);
-    if (seen == mine.hints_seen.end() || seen->second < static_cast<int>(levels(*point).size())) {
-      chosen = point;
-      break;
-    }
-  }
-  const auto texts = levels(*chosen);
-  const int shown = grader::take_hint(file, exercise.id, chosen->id, static_cast<int>(texts.size()));
-  if (!mine.missed.empty() && focus.empty()) {
-    std::string missed;
-    for (const auto& id : mine.missed) missed += (missed.empty() ? "" : ", ") + id;
-    std::cout << "Your last grade missed: " << missed << ".\n\n";
-  }
-  std::cout << fmt::format("Hint {} of {} on '{}' ({}):\n\n  {}\n\n", shown + 1, texts.size(), chosen->id,
-                           chosen->title, texts[shown]);
-  if (shown + 1 < static_cast<int>(texts.size())) {
-    std::cout << "More detail: ./grade hint " << exercise.id << "\n";
-  } else {
-    std::cout << "That is all on '" << chosen->id << "'. Other focus points: ./grade hint " << exercise.id
-              << " --focus ID (ids in exercises/" << exercise.id << "/exercise.yaml)\n";
-  }
-  return 0;
-}
-
-// `grade solution EXERCISE [--reveal]`: the model solution, once passed.
-int solution(const fs::path& root, const std::vector<std::string>& paths, bool reveal) {
-  if (paths.size() != 1) throw grader::UsageError("solution: name one exercise (see: grade list)");
-  auto exercise = grader::load_exercise(grader::find_exercise_dir(root / "exercises", paths.front()));
-  auto progress = grader::load_progress(grader::progress_file(root));
-  if (!reveal && !progress.ever_passed(exercise.id)) {
-    std::cout << "The model solution of " << exercise.id << " opens once you have passed it (./grade " << exercise.id
-              << "). Stuck? Read the explanations of the focus points you missed in the report.\n"
-              << "To read it anyway: ./grade solution " << exercise.id << " --reveal\n";
-    return grader::kExitNotPassed;
-  }
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(root / "solutions" / exercise.id)) {
-    if (entry.is_regular_file()) files.push_back(entry.path());
-  }
-  if (files.empty()) throw grader::UsageError("no model solution in solutions/" + exercise.id);
-  std::sort(files.begin(), files.end());
-  for (const auto& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    std::cout << "// ===== " << fs::relative(file, root).string() << " =====\n" << in.rdbuf() << "\n";
-  }
-  return 0;
-}
-
 // What `grade class` and a batch were asked for.
 struct ManyRequest {
   bool class_mode;
@@ -442,6 +332,7 @@ int main(int argc, char** argv) {
       "  grade list                      the exercises in learning order, with your progress\n"
       "  grade hint EXERCISE             a hint, more detailed each time; first on what your last grade missed\n"
       "  grade solution EXERCISE         the commented model solution, once you have passed (or --reveal)\n"
+      "  grade reset EXERCISE            your file back to the starter, after saving it to a named backup\n"
       "  grade watch EXERCISE            grade again each time you save the file (Ctrl-C stops; --manual: Enter)\n"
       "  grade sandbox                   say what isolates learner code here (exit 0: complete)"};
   app.name("grade");
@@ -452,10 +343,10 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   std::string root = ".", build = "build";
   app.add_option("exercise", options.exercise,
-                 "exercise id (see: grade list), or 'list', 'watch', 'hint', 'solution', 'sandbox', 'class' or 'merge'")
+                 "exercise id (see: grade list), or 'list', 'watch', 'hint', 'solution', 'reset', 'sandbox', 'class' or 'merge'")
       ->required();
   std::vector<std::string> paths;
-  app.add_option("paths", paths, "class: the class folder; merge: the results folder(s); watch, hint, solution: the exercise");
+  app.add_option("paths", paths, "class: the class folder; merge: the results folder(s); watch, hint, solution, reset: the exercise");
   std::string results, shard_text, gradebook;
   std::vector<std::string> class_exercises;
   app.add_option("--results", results,
@@ -522,9 +413,10 @@ int main(int argc, char** argv) {
     options.project_root = std::filesystem::absolute(root);
     options.build_dir = std::filesystem::absolute(build);
     options.use_cache = !no_cache;
-    if (options.exercise == "list") return list(options.project_root);
-    if (options.exercise == "solution") return solution(options.project_root, paths, reveal);
-    if (options.exercise == "hint") return hint(options.project_root, paths, focus);
+    if (options.exercise == "list") return grader::list(options.project_root);
+    if (options.exercise == "solution") return grader::solution(options.project_root, paths, reveal);
+    if (options.exercise == "hint") return grader::hint(options.project_root, paths, focus);
+    if (options.exercise == "reset") return grader::reset(options.project_root, paths);
     if (options.exercise == "merge") return merge(paths, gradebook);
     const auto files_out = parse_outputs(outputs);
     // Whatever happens from here, the files asked for are written (a CI job

@@ -35,6 +35,25 @@ TEST(Exercises, EveryFocusPointHasHintsAndAPlaceInTheOrder) {
   }
 }
 
+// `grade reset` restores exercises/<id>/.starter/<file>. In this repository
+// the learner files are the starters, so the two must be the same bytes: a
+// starter changed in one place only would come back old after a reset.
+TEST(Exercises, ResetRestoresTheCurrentStarter) {
+  auto read = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  for (const auto& id : list_exercises(project_root() / "exercises")) {
+    auto exercise = load_exercise(project_root() / "exercises" / id);
+    for (const auto& name : exercise.learner_files) {
+      auto pristine = exercise.dir / ".starter" / name;
+      ASSERT_TRUE(fs::exists(pristine)) << pristine << " is missing";
+      EXPECT_EQ(read(exercise.dir / name), read(pristine)) << id << ": " << name << " and .starter/" << name
+                                                           << " differ; update both";
+    }
+  }
+}
+
 class BrokenExercise : public ::testing::Test {
  protected:
   void SetUp() override {

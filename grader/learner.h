@@ -1,0 +1,23 @@
+// The learner's commands around a grade (README: Using it): the exercises in
+// learning order with their progress, hints, the model solution once passed,
+// and a reset to the starter that keeps a backup. Each returns the exit status.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace grader {
+
+// `grade list`
+int list(const std::filesystem::path& root);
+// `grade hint EXERCISE [--focus ID]`
+int hint(const std::filesystem::path& root, const std::vector<std::string>& paths, const std::string& focus);
+// `grade solution EXERCISE [--reveal]`
+int solution(const std::filesystem::path& root, const std::vector<std::string>& paths, bool reveal);
+// `grade reset EXERCISE`: the learner's file saved to a timestamped backup
+// (named in the output), then the starter (exercises/<id>/.starter/) back in
+// its place. Nothing the learner wrote is overwritten without a backup.
+int reset(const std::filesystem::path& root, const std::vector<std::string>& paths);
+
+}  // namespace grader
