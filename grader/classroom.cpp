@@ -1,6 +1,7 @@
 #include "classroom.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -121,6 +122,12 @@ std::string csv_cell(std::string text) {
 
 std::string number(double value) { return fmt::format("{:g}", value); }
 
+// A lost or failed grade has no score, but the maximum is the exercise's.
+double maximum_of(const Gradebook& book, const std::string& exercise) {
+  auto found = book.max_scores.find(exercise);
+  return found == book.max_scores.end() ? 0 : found->second;
+}
+
 bool has_score(const GradebookEntry& entry) {
   return entry.verdict != "grader_error" && entry.verdict != "usage_error" && entry.verdict != "not_graded";
 }
@@ -180,8 +187,8 @@ std::vector<ClassItem> batch_items(const std::vector<fs::path>& files, const std
     auto student = file.stem().string();
     auto [at, fresh] = seen.emplace(student, file);
     if (!fresh) {
-      throw UsageError("--results: " + at->second.string() + " and " + file.string() +
-                       " would both be student '" + student + "' (results are named by the file's stem)");
+      throw UsageError("--results: " + at->second.string() + " and " + file.string() + " would both be student '" +
+                       student + "' (results are named by the file's stem)");
     }
     items.push_back({student, exercise, file});
   }
@@ -200,8 +207,6 @@ std::string item_result(const ClassItem& item, const std::string& report_json) {
 }
 
 std::string missing_result(const ClassItem& item, const Exercise& exercise) {
-  double max_score = 0;
-  for (const auto& check : exercise.checks) max_score += check.weight;
   Json json;
   json["exercise"] = item.exercise;
   json["verdict"] = "no_submission";
@@ -210,7 +215,7 @@ std::string missing_result(const ClassItem& item, const Exercise& exercise) {
   json["checks"] = Json::array();
   json["focus_points"] = Json::array();
   json["score"] = 0;
-  json["max_score"] = max_score;
+  json["max_score"] = exercise.max_score();
   json["student"] = item.student;
   return dump(json);
 }
@@ -255,7 +260,7 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
   }
   std::set<std::string> exercises;
   // Manifests: which shards finished, and the class they split.
-  std::map<size_t, std::set<size_t>> finished;  // count -> indexes (1-based)
+  std::map<size_t, std::set<size_t>> finished;                    // count -> indexes (1-based)
   std::set<std::pair<std::string, std::string>> graded_by_shard;  // items a finished shard says it graded
   std::optional<std::pair<std::set<std::string>, std::set<std::string>>> split;  // students, exercises
   for (const auto& dir : dirs) {
@@ -277,7 +282,8 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
         }
         finished[count].insert(index);
         const auto max_scores = json.value("max_scores", Json::object());
-        for (const auto& [exercise, max_score] : max_scores.items()) book.max_scores[exercise] = max_score.get<double>();
+        for (const auto& [exercise, max_score] : max_scores.items())
+          book.max_scores[exercise] = max_score.get<double>();
         for (const auto& item : json.at("items")) {
           graded_by_shard.insert(
               std::make_pair(item.at("student").get<std::string>(), item.at("exercise").get<std::string>()));
@@ -320,11 +326,11 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
           continue;
         }
         if (cell.verdict == "grader_error") {
-          book.problems.push_back(fmt::format("{} {}: the grader failed ({}): grade it again", student, exercise,
-                                              cell.summary));
+          book.problems.push_back(
+              fmt::format("{} {}: the grader failed ({}): grade it again", student, exercise, cell.summary));
         } else if (cell.verdict == "usage_error") {
-          book.problems.push_back(fmt::format("{} {}: the submission could not be graded ({})", student, exercise,
-                                              cell.summary));
+          book.problems.push_back(
+              fmt::format("{} {}: the submission could not be graded ({})", student, exercise, cell.summary));
         }
         exercises.insert(exercise);
         book.students[student][exercise] = cell;
@@ -362,9 +368,10 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
         if (found.count(key)) continue;
         // A lost shard was said above; a finished one that lost a result is said here.
         if (indexes.count(shard)) {
-          book.problems.push_back(fmt::format("{} {}: shard {}/{} finished but its result is missing: run that "
-                                              "shard again",
-                                              student, exercise, shard, count));
+          book.problems.push_back(
+              fmt::format("{} {}: shard {}/{} finished but its result is missing: run that "
+                          "shard again",
+                          student, exercise, shard, count));
         }
         GradebookEntry lost;
         lost.verdict = "not_graded";
@@ -375,10 +382,18 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
     for (const auto& [key, file] : found) {
       if (!split->first.count(key.first) || !split->second.count(key.second) ||
           (indexes.size() == count && !graded_by_shard.count(key))) {
-        book.problems.push_back(fmt::format("{} {}: {} belongs to no shard of this split (left from an earlier "
-                                            "run?): grade into a fresh results folder",
-                                            key.first, key.second, file.string()));
+        book.problems.push_back(
+            fmt::format("{} {}: {} belongs to no shard of this split (left from an earlier "
+                        "run?): grade into a fresh results folder",
+                        key.first, key.second, file.string()));
       }
+    }
+  }
+  // Each exercise's maximum, also where a result is lost or failed: the
+  // manifests', else the largest any result states.
+  for (const auto& [student, row] : book.students) {
+    for (const auto& [exercise, cell] : row) {
+      book.max_scores[exercise] = std::max(book.max_scores[exercise], cell.max_score);
     }
   }
   book.exercises.assign(exercises.begin(), exercises.end());
@@ -386,11 +401,6 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
 }
 
 std::string gradebook_csv(const Gradebook& book) {
-  // A lost or failed grade has no score, but the maximum is the exercise's.
-  auto max_of = book.max_scores;
-  for (const auto& [student, row] : book.students) {
-    for (const auto& [exercise, cell] : row) max_of[exercise] = std::max(max_of[exercise], cell.max_score);
-  }
   std::string out = "student,score,max_score";
   for (const auto& exercise : book.exercises) {
     out += "," + csv_cell(exercise + " score") + "," + csv_cell(exercise + " verdict") + "," +
@@ -402,15 +412,14 @@ std::string gradebook_csv(const Gradebook& book) {
     bool complete = true;
     std::string cells;
     for (const auto& exercise : book.exercises) {
-      max_score += max_of[exercise];
+      max_score += maximum_of(book, exercise);
       auto cell = row.find(exercise);
       if (cell == row.end()) {
         complete = false;
         cells += ",," + csv_cell("not_graded") + ",";
         continue;
       }
-      std::string missed;
-      for (const auto& focus : cell->second.missed) missed += (missed.empty() ? "" : ";") + focus;
+      const auto missed = fmt::format("{}", fmt::join(cell->second.missed, ";"));
       if (has_score(cell->second)) {
         score += cell->second.score;
       } else {
@@ -437,7 +446,7 @@ std::string student_json(const Gradebook& book, const std::string& student) {
     if (cell == row.end()) {
       complete = false;
       json["exercises"][exercise] = {{"verdict", "not_graded"}};
-      if (book.max_scores.count(exercise)) max_score += book.max_scores.at(exercise);
+      max_score += maximum_of(book, exercise);
       continue;
     }
     const auto& entry = cell->second;
@@ -448,10 +457,8 @@ std::string student_json(const Gradebook& book, const std::string& student) {
     } else {
       complete = false;
     }
-    auto max_of = book.max_scores.find(exercise);
-    const double maximum = max_of != book.max_scores.end() ? max_of->second : entry.max_score;
-    item["max_score"] = maximum;
-    max_score += maximum;
+    item["max_score"] = maximum_of(book, exercise);
+    max_score += maximum_of(book, exercise);
     item["missed_focus_points"] = entry.missed;
     item["summary"] = entry.summary;
     if (entry.seed) item["seed"] = entry.seed;

@@ -22,7 +22,7 @@ struct Shard {
   size_t index = 0;
   size_t count = 1;
   std::string source = "--shard";  // where it came from: the option or an engine's variable
-  std::string describe() const;     // "2/4": 1-based, as on the command line
+  std::string describe() const;    // "2/4": 1-based, as on the command line
 };
 
 // Looks up an environment variable (tests give their own).
@@ -93,7 +93,7 @@ struct GradebookEntry {
 struct Gradebook {
   std::vector<std::string> exercises;                                     // the columns, sorted
   std::map<std::string, std::map<std::string, GradebookEntry>> students;  // student -> exercise -> entry
-  std::map<std::string, double> max_scores;                               // exercise -> its maximum (manifests)
+  std::map<std::string, double> max_scores;  // exercise -> its maximum (manifests, else results)
   // What keeps the gradebook from being complete: a shard without manifest,
   // an item without result, an item graded twice, a grader fault. Each is a
   // sentence a teacher can act on; none is a learner's failure.

@@ -75,6 +75,12 @@ class Reader {
 
 }  // namespace
 
+double Exercise::max_score() const {
+  double total = 0;
+  for (const auto& check : checks) total += check.weight;
+  return total;
+}
+
 const FocusPoint& Exercise::focus_point(const std::string& wanted) const {
   for (const auto& point : focus_points) {
     if (point.id == wanted) return point;

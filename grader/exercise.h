@@ -129,6 +129,7 @@ struct Exercise {
   const CheckSpec& check(const std::string& id) const;
   const Mistake& mistake(const std::string& id) const;
   const Tolerance& tolerance(const std::string& dtype) const;
+  double max_score() const;  // the weights of all its checks
   std::filesystem::path learner_file() const { return dir / learner_files.front(); }
 };
 

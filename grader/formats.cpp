@@ -1,16 +1,15 @@
 #include "formats.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <tinyxml2.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
-#include <fcntl.h>
-
 #include <cerrno>
-#include <thread>
-#include <unistd.h>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "errors.h"
 

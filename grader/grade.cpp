@@ -71,7 +71,7 @@ GradeReport grade(const GradeOptions& options) {
   GradeReport report;
   report.exercise = exercise.id;
   report.title = exercise.title;
-  for (const auto& check : exercise.checks) report.max_score += check.weight;
+  report.max_score = exercise.max_score();
   report.submission = submission.path.string();
   report.seed = options.seed.value_or(std::random_device{}() % 1000000000u);
 

@@ -1,6 +1,7 @@
 #include "learner.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ctime>
@@ -49,15 +50,12 @@ int list(const fs::path& root) {
   for (const auto& exercise : exercises) width = std::max(width, exercise.id.size());
   for (const auto& exercise : exercises) {
     auto found = progress.exercises.find(exercise.id);
-    std::string status = found == progress.exercises.end() || found->second.status.empty() ? "not started"
-                                                                                          : found->second.status;
-    std::string missed;
-    if (found != progress.exercises.end()) {
-      for (const auto& point : found->second.missed) missed += (missed.empty() ? "" : ", ") + point;
-    }
+    std::string status =
+        found == progress.exercises.end() || found->second.status.empty() ? "not started" : found->second.status;
+    const bool missed = found != progress.exercises.end() && !found->second.missed.empty();
     passed += status == "passed";
     std::cout << fmt::format("{:<{}}  {:<11}  {}{}\n", exercise.id, width, status, exercise.title,
-                             missed.empty() ? "" : "  (missed: " + missed + ")");
+                             missed ? fmt::format("  (missed: {})", fmt::join(found->second.missed, ", ")) : "");
   }
   std::cout << fmt::format("{} of {} passed (progress: {})\n", passed, exercises.size(), file.string());
   return 0;
@@ -82,7 +80,8 @@ int hint(const fs::path& root, const std::vector<std::string>& paths, const std:
       if (point.id == focus) candidates.push_back(&point);
       ids += (ids.empty() ? "" : ", ") + point.id;
     }
-    if (candidates.empty()) throw UsageError("hint: no focus point '" + focus + "' in " + exercise.id + " (" + ids + ")");
+    if (candidates.empty())
+      throw UsageError("hint: no focus point '" + focus + "' in " + exercise.id + " (" + ids + ")");
   } else {
     for (const auto& point : exercise.focus_points) {
       if (std::find(mine.missed.begin(), mine.missed.end(), point.id) != mine.missed.end()) {
@@ -105,9 +104,7 @@ int hint(const fs::path& root, const std::vector<std::string>& paths, const std:
   const auto texts = levels(*chosen);
   const int shown = take_hint(file, exercise.id, chosen->id, static_cast<int>(texts.size()));
   if (!mine.missed.empty() && focus.empty()) {
-    std::string missed;
-    for (const auto& id : mine.missed) missed += (missed.empty() ? "" : ", ") + id;
-    std::cout << "Your last grade missed: " << missed << ".\n\n";
+    std::cout << fmt::format("Your last grade missed: {}.\n\n", fmt::join(mine.missed, ", "));
   }
   std::cout << fmt::format("Hint {} of {} on '{}' ({}):\n\n  {}\n\n", shown + 1, texts.size(), chosen->id,
                            chosen->title, texts[shown]);
@@ -148,7 +145,8 @@ int reset(const fs::path& root, const std::vector<std::string>& paths) {
   const auto& name = exercise.learner_files.front();
   const auto file = exercise.dir / name;
   const auto starter = read_whole(exercise.dir / ".starter" / name);
-  if (!starter) throw GraderFault("no starter to restore: " + (exercise.dir / ".starter" / name).string() + " is missing");
+  if (!starter)
+    throw GraderFault("no starter to restore: " + (exercise.dir / ".starter" / name).string() + " is missing");
   const auto yours = read_whole(file);
   if (yours && *yours == *starter) {
     std::cout << fs::relative(file, root).string() << " is the starter already: nothing to do.\n";

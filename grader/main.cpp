@@ -2,6 +2,7 @@
 // parallel with --jobs), or lists the exercises, or reports the sandbox;
 // prints the report(s), and turns errors into messages and exit codes.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -95,13 +96,32 @@ void grade_batch(std::vector<BatchItem>& items, const grader::GradeOptions& base
   for (auto& thread : workers) thread.join();
 }
 
-std::string error_verdict(int exit_code) { return exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error"; }
+std::string error_verdict(int exit_code) {
+  return exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error";
+}
 
 // The grader's JSON for one item of a batch (its report, or the error that kept it from one).
 std::string item_json(const BatchItem& item) {
   if (item.report) return grader::render_json(*item.report);
   return grader::render_json_error(item.item.exercise, error_verdict(item.exit_code),
                                    item.item.submission.string() + ": " + item.error);
+}
+
+// --color: always beats NO_COLOR (no-color.org: a per-run option overrides it).
+bool use_color(const std::string& color) {
+  const char* no_color = std::getenv("NO_COLOR");
+  return color == "always" || (color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
+}
+
+// A grade of the learner's own file is their progress (grade list); failing
+// to save it is said, never a reason to fail the grade.
+void record_progress(const fs::path& file, const grader::GradeReport& report) {
+  try {
+    auto notice = grader::record_grade(file, report);
+    if (!notice.empty()) std::cerr << "grade: " << notice << "\n";
+  } catch (const std::exception& error) {
+    std::cerr << "grade: your progress was not saved: " << error.what() << "\n";
+  }
 }
 
 // --output FORMAT=FILE, checked before any grade runs.
@@ -113,9 +133,8 @@ std::vector<std::pair<std::string, std::filesystem::path>> parse_outputs(const s
     auto name = output.substr(0, equals);
     if (equals == std::string::npos || equals + 1 == output.size() ||
         std::find(formats.begin(), formats.end(), name) == formats.end()) {
-      std::string known;
-      for (const auto& format : formats) known += (known.empty() ? "" : ", ") + format;
-      throw grader::UsageError("--output '" + output + "': expected FORMAT=FILE with FORMAT one of " + known);
+      throw grader::UsageError(
+          fmt::format("--output '{}': expected FORMAT=FILE with FORMAT one of {}", output, fmt::join(formats, ", ")));
     }
     parsed.emplace_back(name, output.substr(equals + 1));
   }
@@ -227,11 +246,11 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
   std::vector<grader::Exercise> exercises;
   if (class_mode) {
     if (paths.size() != 1) throw grader::UsageError("class: give one class folder (one folder per student)");
-    if (!submissions.empty()) throw grader::UsageError("class: the submissions are the class folder's; no --submission");
+    if (!submissions.empty())
+      throw grader::UsageError("class: the submissions are the class folder's; no --submission");
     auto ids = class_exercises.empty() ? grader::list_exercises(options.project_root / "exercises") : class_exercises;
     for (const auto& id : ids) {
-      exercises.push_back(
-          grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", id)));
+      exercises.push_back(grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", id)));
     }
     all = grader::class_items(fs::absolute(paths.front()), exercises);
     options.hide.push_back(fs::absolute(paths.front()));  // no submission may read another
@@ -273,28 +292,32 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
   // What an item's result file holds: its report with the student, or that it was not handed in.
   auto result_text = [&](const BatchItem& item) {
     if (!item.item.submission.empty()) return grader::item_result(item.item, item_json(item));
-    const auto& exercise = *std::find_if(exercises.begin(), exercises.end(),
-                                         [&](const auto& e) { return e.id == item.item.exercise; });
+    const auto& exercise =
+        *std::find_if(exercises.begin(), exercises.end(), [&](const auto& e) { return e.id == item.item.exercise; });
     return grader::missing_result(item.item, exercise);
   };
+  // Made once: a result file and a class's JSON array say the same.
+  std::vector<std::string> texts;
+  if (!results.empty() || (class_mode && format == "json")) {
+    for (const auto& item : items) texts.push_back(result_text(item));
+  }
   if (!results.empty()) {
     // Each item's file, then the manifest: a shard without its manifest did not finish.
     std::vector<std::string> verdicts;
     std::vector<grader::ClassItem> graded;
-    for (const auto& item : items) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      const auto& item = items[i];
       auto file = grader::result_file(results, item.item);
       fs::create_directories(file.parent_path());
-      grader::write_report_file(file, result_text(item));
+      grader::write_report_file(file, texts[i]);
       verdicts.push_back(item.item.submission.empty() ? "no_submission"
-                         : item.report               ? grader::verdict_name(item.report->verdict)
-                                                     : error_verdict(item.exit_code));
+                         : item.report                ? grader::verdict_name(item.report->verdict)
+                                                      : error_verdict(item.exit_code));
       graded.push_back(item.item);
     }
     auto manifest = grader::manifest_file(results, shard);
     std::map<std::string, double> max_scores;
-    for (const auto& exercise : exercises) {
-      for (const auto& check : exercise.checks) max_scores[exercise.id] += check.weight;
-    }
+    for (const auto& exercise : exercises) max_scores[exercise.id] = exercise.max_score();
     grader::write_report_file(manifest, grader::shard_manifest(shard, all, graded, verdicts, max_scores));
   }
   int exit_code = 0;
@@ -302,7 +325,7 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
     std::cout << "[\n";
     for (size_t i = 0; i < items.size(); ++i) {
       // A class's reports say whose they are.
-      std::cout << (class_mode ? result_text(items[i]) : item_json(items[i]));
+      std::cout << (class_mode ? texts[i] : item_json(items[i]));
       if (i + 1 < items.size()) std::cout << ",\n";
     }
     std::cout << "]\n";
@@ -343,10 +366,12 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   std::string root = ".", build = "build";
   app.add_option("exercise", options.exercise,
-                 "exercise id (see: grade list), or 'list', 'watch', 'hint', 'solution', 'reset', 'sandbox', 'class' or 'merge'")
+                 "exercise id (see: grade list), or 'list', 'watch', 'hint', 'solution', 'reset', 'sandbox', 'class' "
+                 "or 'merge'")
       ->required();
   std::vector<std::string> paths;
-  app.add_option("paths", paths, "class: the class folder; merge: the results folder(s); watch, hint, solution, reset: the exercise");
+  app.add_option("paths", paths,
+                 "class: the class folder; merge: the results folder(s); watch, hint, solution, reset: the exercise");
   std::string results, shard_text, gradebook;
   std::vector<std::string> class_exercises;
   app.add_option("--results", results,
@@ -373,7 +398,8 @@ int main(int argc, char** argv) {
   app.add_option("--output", outputs,
                  "FORMAT=FILE: also write the report in FORMAT to FILE (repeat it for several formats)");
   auto* seed_option = app.add_option("--seed", seed, "replay the random inputs of an earlier grade");
-  app.add_option("--color", color, "colour the text report (auto: on a terminal, unless NO_COLOR is set)")->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--color", color, "colour the text report (auto: on a terminal, unless NO_COLOR is set)")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--root", root, "the project folder (holds exercises/)");
   app.add_option("--build-dir", build, "the build folder (holds toolchain.txt)");
   double time_limit = 0;
@@ -449,35 +475,29 @@ int main(int argc, char** argv) {
     if (options.exercise == "watch") {
       if (paths.size() != 1) throw grader::UsageError("watch: name one exercise (see: grade list)");
       options.exercise = paths.front();
-      auto exercise = grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", options.exercise));
+      auto exercise =
+          grader::load_exercise(grader::find_exercise_dir(options.project_root / "exercises", options.exercise));
       if (submissions.size() > 1) throw grader::UsageError("watch: one --submission at most");
       grader::WatchOptions watching;
       watching.file = submissions.empty() ? exercise.learner_file() : fs::absolute(submissions.front());
       if (!submissions.empty()) options.submission = watching.file;
       watching.manual = manual;
-      const char* no_color = std::getenv("NO_COLOR");
-      watching.color =
-          color == "always" || (color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
-      const auto progress = grader::progress_file(options.project_root);
+      watching.color = use_color(color);
       if (submissions.empty()) {
-        watching.on_grade = [progress](const grader::GradeReport& report) {
-          try {
-            grader::record_grade(progress, report);
-          } catch (const std::exception& error) {
-            std::cerr << "grade: your progress was not saved: " << error.what() << "\n";
-          }
-        };
+        watching.on_grade = [progress = grader::progress_file(options.project_root)](
+                                const grader::GradeReport& report) { record_progress(progress, report); };
       }
       return grader::watch(options, watching);
     }
     const bool class_mode = options.exercise == "class";
     if (!class_mode && !paths.empty()) {
-      throw grader::UsageError("unexpected argument '" + paths.front() + "' (folders of submissions go after --submission)");
+      throw grader::UsageError("unexpected argument '" + paths.front() +
+                               "' (folders of submissions go after --submission)");
     }
     auto files = expand_submissions(submissions);
-    bool batch = class_mode || files.size() > 1 || !results.empty() || !shard_text.empty() ||
-                 std::any_of(submissions.begin(), submissions.end(),
-                             [](const std::string& s) { return fs::is_directory(s); });
+    bool batch =
+        class_mode || files.size() > 1 || !results.empty() || !shard_text.empty() ||
+        std::any_of(submissions.begin(), submissions.end(), [](const std::string& s) { return fs::is_directory(s); });
     if (batch) {
       if ((format != "text" && format != "json") || !files_out.empty()) {
         throw grader::UsageError(
@@ -489,25 +509,13 @@ int main(int argc, char** argv) {
     }
     if (!files.empty()) options.submission = files.front();
     auto report = grader::grade(options);
-    if (submissions.empty()) {
-      // The learner's own file: its grade is their progress (grade list).
-      try {
-        auto notice = grader::record_grade(grader::progress_file(options.project_root), report);
-        if (!notice.empty()) std::cerr << "grade: " << notice << "\n";
-      } catch (const std::exception& error) {
-        std::cerr << "grade: your progress was not saved: " << error.what() << "\n";
-      }
-    }
-    // --color always beats NO_COLOR (no-color.org: a per-run option overrides it).
-    const char* no_color = std::getenv("NO_COLOR");
-    bool use_color =
-        color == "always" || (color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
-    std::cout << grader::render(report, format, use_color && format == "text");
+    if (submissions.empty()) record_progress(grader::progress_file(options.project_root), report);
+    std::cout << grader::render(report, format, use_color(color) && format == "text");
     for (const auto& [fmt_name, path] : files_out) grader::write_report_file(path, grader::render(report, fmt_name));
     return grader::exit_code_for(report.verdict);
   } catch (const grader::Error& error) {
     std::cerr << "grade: " << error.what() << "\n";
-    auto verdict = error.exit_code() == grader::kExitGraderFault ? "grader_error" : "usage_error";
+    const auto verdict = error_verdict(error.exit_code());
     if (format != "text") std::cout << grader::render_error(options.exercise, verdict, error.what(), format);
     try_report_error(report_error, verdict, error.what());
     return error.exit_code();

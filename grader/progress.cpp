@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -76,12 +77,9 @@ Json to_json(const Progress& progress) {
   json["version"] = kProgressVersion;
   json["exercises"] = Json::object();
   for (const auto& [id, item] : progress.exercises) {
-    json["exercises"][id] = {{"status", item.status},
-                             {"missed", item.missed},
-                             {"last_graded", item.last_graded},
-                             {"first_passed", item.first_passed},
-                             {"grades", item.grades},
-                             {"hints_seen", item.hints_seen}};
+    json["exercises"][id] = {{"status", item.status},           {"missed", item.missed},
+                             {"last_graded", item.last_graded}, {"first_passed", item.first_passed},
+                             {"grades", item.grades},           {"hints_seen", item.hints_seen}};
   }
   return json;
 }
@@ -122,43 +120,46 @@ Progress load_progress(const fs::path& file, std::string* notice) {
 
 namespace {
 
-void make_folder(const fs::path& file) {
+// One read-modify-write of the file under its lock; returns the notice of
+// load_progress (an unreadable file moved aside), or nothing.
+std::string update(const fs::path& file, const std::function<void(Progress&)>& change) {
   std::error_code error;
   fs::create_directories(file.parent_path(), error);
   if (error) throw UsageError("cannot keep your progress in " + file.parent_path().string() + ": " + error.message());
+  FileLock lock(file);
+  std::string notice;
+  auto progress = load_progress(file, &notice);
+  change(progress);
+  write_report_file(file, to_json(progress).dump(2) + "\n");
+  return notice;
 }
 
 }  // namespace
 
 int take_hint(const fs::path& file, const std::string& exercise, const std::string& focus_point, int available) {
-  make_folder(file);
-  FileLock lock(file);
-  auto progress = load_progress(file);
-  int& seen = progress.exercises[exercise].hints_seen[focus_point];
-  const int shown = std::min(seen, available - 1);
-  seen = std::min(seen + 1, available);
-  write_report_file(file, to_json(progress).dump(2) + "\n");
+  int shown = 0;
+  update(file, [&](Progress& progress) {
+    int& seen = progress.exercises[exercise].hints_seen[focus_point];
+    shown = std::min(seen, available - 1);
+    seen = std::min(seen + 1, available);
+  });
   return shown;
 }
 
 std::string record_grade(const fs::path& file, const GradeReport& report) {
   if (report.verdict == Verdict::grader_error) return "";
-  make_folder(file);
-  FileLock lock(file);
-  std::string notice;
-  auto progress = load_progress(file, &notice);
-  auto& item = progress.exercises[report.exercise];
-  const auto now = utc_now();
-  item.status = report.verdict == Verdict::passed ? "passed" : "failing";
-  item.missed.clear();
-  for (const auto& focus : report.focus_points) {
-    if (focus.status == FocusStatus::missed) item.missed.push_back(focus.point.id);
-  }
-  item.last_graded = now;
-  if (report.verdict == Verdict::passed && item.first_passed.empty()) item.first_passed = now;
-  ++item.grades;
-  write_report_file(file, to_json(progress).dump(2) + "\n");
-  return notice;
+  return update(file, [&](Progress& progress) {
+    auto& item = progress.exercises[report.exercise];
+    const auto now = utc_now();
+    item.status = report.verdict == Verdict::passed ? "passed" : "failing";
+    item.missed.clear();
+    for (const auto& focus : report.focus_points) {
+      if (focus.status == FocusStatus::missed) item.missed.push_back(focus.point.id);
+    }
+    item.last_graded = now;
+    if (report.verdict == Verdict::passed && item.first_passed.empty()) item.first_passed = now;
+    ++item.grades;
+  });
 }
 
 }  // namespace grader

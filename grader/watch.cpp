@@ -128,9 +128,8 @@ int watch(const GradeOptions& options, const WatchOptions& watch_options) {
   int status = kExitNotPassed;
   for (int round = 1; !stop_requested; ++round) {
     if (watch_options.color) std::cout << "\x1b[H\x1b[2J";  // a fresh screen for each grade
-    std::cout << "watching " << printable(watch_options.file.string()) << " (grade " << round << ", "
-              << clock_now() << "); " << (manual ? "press Enter to grade again" : "save it to grade again")
-              << ", Ctrl-C to stop\n";
+    std::cout << "watching " << printable(watch_options.file.string()) << " (grade " << round << ", " << clock_now()
+              << "); " << (manual ? "press Enter to grade again" : "save it to grade again") << ", Ctrl-C to stop\n";
     if (!mode_note.empty()) std::cout << "notice: " << mode_note << "\n";
     std::cout << "\n" << std::flush;
     try {

@@ -14,9 +14,9 @@
 namespace grader {
 
 struct WatchOptions {
-  std::filesystem::path file;  // the file whose saves trigger a grade
-  bool manual = false;         // Enter re-grades; no file events
-  bool color = false;          // colour the report, and clear the screen between grades
+  std::filesystem::path file;                        // the file whose saves trigger a grade
+  bool manual = false;                               // Enter re-grades; no file events
+  bool color = false;                                // colour the report, and clear the screen between grades
   std::function<void(const GradeReport&)> on_grade;  // e.g. recording the learner's progress
 };
 

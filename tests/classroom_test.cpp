@@ -68,20 +68,24 @@ TEST(Shards, FromSlurmArrays) {
                                           {"SLURM_ARRAY_TASK_COUNT", "4"}}));
             }).find("not a range"),
             std::string::npos);
-  EXPECT_NE(usage_error([] { parse_shard("auto", env_of({{"SLURM_ARRAY_TASK_ID", "3"}})); })
-                .find("SLURM_ARRAY_TASK_COUNT is not set"),
+  EXPECT_NE(usage_error([] {
+              parse_shard("auto", env_of({{"SLURM_ARRAY_TASK_ID", "3"}}));
+            }).find("SLURM_ARRAY_TASK_COUNT is not set"),
             std::string::npos);
 }
 
 TEST(Shards, FromKubernetesAndGitLab) {
   auto shard = parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "0"}, {"GRADE_SHARD_COUNT", "3"}}));
   EXPECT_EQ(shard.describe(), "1/3");
-  EXPECT_NE(usage_error([] { parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "0"}})); }).find("GRADE_SHARD_COUNT"),
+  EXPECT_NE(usage_error([] {
+              parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "0"}}));
+            }).find("GRADE_SHARD_COUNT"),
             std::string::npos);
   shard = parse_shard("auto", env_of({{"CI_NODE_INDEX", "2"}, {"CI_NODE_TOTAL", "2"}}));
   EXPECT_EQ(shard.describe(), "2/2");
-  EXPECT_NE(usage_error([] { parse_shard("auto", env_of({{"CI_NODE_INDEX", "3"}, {"CI_NODE_TOTAL", "2"}})); })
-                .find("does not exist"),
+  EXPECT_NE(usage_error([] {
+              parse_shard("auto", env_of({{"CI_NODE_INDEX", "3"}, {"CI_NODE_TOTAL", "2"}}));
+            }).find("does not exist"),
             std::string::npos);
   EXPECT_NE(usage_error([] { parse_shard("auto", env_of({})); }).find("no engine's index variables"),
             std::string::npos);
@@ -157,8 +161,9 @@ TEST_F(ClassFolder, BatchStudentsAreStems) {
   auto items = batch_items({dir_ / "b" / "zoe.cpp", dir_ / "a" / "amy.cpp"}, "exercise_sdpa");
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[0].student, "amy");
-  EXPECT_NE(usage_error([&] { batch_items({dir_ / "a" / "x.cpp", dir_ / "b" / "x.cpp"}, "exercise_sdpa"); })
-                .find("would both be student 'x'"),
+  EXPECT_NE(usage_error([&] {
+              batch_items({dir_ / "a" / "x.cpp", dir_ / "b" / "x.cpp"}, "exercise_sdpa");
+            }).find("would both be student 'x'"),
             std::string::npos);
 }
 
@@ -190,8 +195,10 @@ void write_shard(const fs::path& results, const Shard& shard, const std::vector<
 }
 
 std::vector<ClassItem> two_by_two() {
-  return {{"=cmd|calc", "exercise_mhsa", "f"}, {"=cmd|calc", "exercise_sdpa", "f"},
-          {"ann, \"the\" 2nd", "exercise_mhsa", "f"}, {"ann, \"the\" 2nd", "exercise_sdpa", "f"}};
+  return {{"=cmd|calc", "exercise_mhsa", "f"},
+          {"=cmd|calc", "exercise_sdpa", "f"},
+          {"ann, \"the\" 2nd", "exercise_mhsa", "f"},
+          {"ann, \"the\" 2nd", "exercise_sdpa", "f"}};
 }
 
 TEST_F(ClassFolder, MergeShardsIntoOneGradebook) {
@@ -259,7 +266,7 @@ TEST_F(ClassFolder, MergeRefusesDuplicatesAndEmptyFolders) {
   ASSERT_EQ(book.problems.size(), 4u);
   EXPECT_NE(book.problems[0].find("graded twice"), std::string::npos);
   // The same folder named twice is one folder.
-  EXPECT_TRUE(merge_results({dir_ / "a", dir_ / "a" / "." }).problems.empty());
+  EXPECT_TRUE(merge_results({dir_ / "a", dir_ / "a" / "."}).problems.empty());
   fs::create_directories(dir_ / "empty");
   EXPECT_NE(usage_error([&] { merge_results({dir_ / "empty"}); }).find("no grade results"), std::string::npos);
   EXPECT_NE(usage_error([&] { merge_results({dir_ / "nowhere"}); }).find("no results folder"), std::string::npos);

@@ -198,10 +198,12 @@ inline Problems agree(const Json& report, const std::string& exercism_text, cons
   if (exercism_errors < not_assessed) out.push_back("exercism shows a check that was not assessed as run");
   JUnitCounts counts;
   if (junit(junit_text, &counts).empty()) {
-    if (passed != (counts.failures == 0 && counts.errors == 0)) out.push_back("junit failures disagree with the verdict");
+    if (passed != (counts.failures == 0 && counts.errors == 0))
+      out.push_back("junit failures disagree with the verdict");
     if (counts.skipped != static_cast<int>(not_assessed)) out.push_back("junit skips are not the checks not assessed");
   }
-  if (passed && !not_assessed && score != max_score) out.push_back("a pass with every check run must score the maximum");
+  if (passed && !not_assessed && score != max_score)
+    out.push_back("a pass with every check run must score the maximum");
   return out;
 }
 

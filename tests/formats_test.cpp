@@ -4,14 +4,14 @@
 // never reported as passed in any of them.
 #include "formats.h"
 
-#include "format_checks.h"
-
 #include <gtest/gtest.h>
 #include <tinyxml2.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "format_checks.h"
 
 namespace grader {
 namespace {
@@ -64,7 +64,6 @@ Json parsed(const GradeReport& report, const std::string& format) {
   EXPECT_TRUE(json.is_object());
   return json;
 }
-
 
 // Each format against its field list (format_checks.h), then what this grade must say in it.
 void expect_valid(const format_checks::Problems& problems, const std::string& format) {
