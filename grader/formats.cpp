@@ -230,7 +230,8 @@ std::string junit(const GradeReport& report) {
 }  // namespace
 
 const std::vector<std::string>& report_formats() {
-  static const std::vector<std::string> formats = {"text", "json", "exercism", "gradescope", "prairielearn", "junit"};
+  static const std::vector<std::string> formats = {"text",         "json",  "exercism", "gradescope",
+                                                   "prairielearn", "junit", "html"};
   return formats;
 }
 
@@ -241,6 +242,7 @@ std::string render(const GradeReport& report, const std::string& format, bool co
   if (format == "gradescope") return gradescope(report);
   if (format == "prairielearn") return prairielearn(report);
   if (format == "junit") return junit(report);
+  if (format == "html") return render_html(report);
   throw UsageError("unknown report format '" + format + "'");
 }
 

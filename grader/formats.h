@@ -5,6 +5,8 @@
 //   gradescope    results.json of an autograder (gradescope.com/help#help-center-item-autograder-specifications)
 //   prairielearn  results.json of an external grader (prairielearn.readthedocs.io, externalGrading)
 //   junit         JUnit XML: one testsuite, one testcase per check, classname = focus point
+//   html          one self-contained page for a learner (html.cpp), with heatmaps of
+//                 the attention weights when the grade computed figures
 //
 // A check that could not run is never reported as passed: it is skipped where
 // the format has a skip, else a failure (Gradescope) or an error (Exercism)
@@ -25,6 +27,9 @@ const std::vector<std::string>& report_formats();
 
 // `report` in `format` (one of report_formats()).
 std::string render(const GradeReport& report, const std::string& format, bool color = false);
+
+// The HTML page (html.cpp).
+std::string render_html(const GradeReport& report);
 
 // A grade that could not happen (usage or grader error) in `format`.
 std::string render_error(const std::string& exercise, const std::string& verdict, const std::string& message,

@@ -236,6 +236,16 @@ GradeReport grade(const GradeOptions& options) {
     input.cases[id] = CaseRun{requests[i], responses[i]};
   }
   report.checks = suite->judge(input);
+  if (options.figures) {
+    try {
+      report.figures = suite->figures(input);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& error) {
+      throw GraderFault("drawing the attention weights of " + exercise.id +
+                        " failed inside the grader: " + error.what());
+    }
+  }
 
   // A built-in that does the exercise is not a wrong answer but a forbidden one.
   for (const auto& check : report.checks) {

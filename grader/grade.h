@@ -22,6 +22,7 @@ struct GradeOptions {
   SandboxStatus sandbox;                    // detect_sandbox() once, shared by parallel grades
   std::vector<std::filesystem::path> hide;  // more folders the sandbox hides (other submissions')
   bool keep_scratch = false;
+  bool figures = false;   // compute GradeReport::figures (for the HTML report)
   bool use_cache = true;  // reuse the compiled code of an unchanged submission (build_dir/cache)
 };
 

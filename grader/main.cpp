@@ -391,7 +391,8 @@ int main(int argc, char** argv) {
                  "a learner file to grade (default: the one in exercises/); repeat it, or give a folder, for a batch");
   app.add_option("--jobs", jobs, "grade a batch with this many grades in parallel")->check(CLI::Range(1, 64));
   app.add_option("--format", format,
-                 "report format on standard output: text, json, or a grading platform's: exercism, gradescope, "
+                 "report format on standard output: text, json, html (one self-contained page with heatmaps of your "
+                 "attention weights beside the reference's), or a grading platform's: exercism, gradescope, "
                  "prairielearn, junit")
       ->check(CLI::IsMember(grader::report_formats()));
   std::vector<std::string> outputs;
@@ -508,6 +509,8 @@ int main(int argc, char** argv) {
                         options);
     }
     if (!files.empty()) options.submission = files.front();
+    options.figures = format == "html" || std::any_of(files_out.begin(), files_out.end(),
+                                                      [](const auto& out) { return out.first == "html"; });
     auto report = grader::grade(options);
     if (submissions.empty()) record_progress(grader::progress_file(options.project_root), report);
     std::cout << grader::render(report, format, use_color(color) && format == "text");

@@ -49,6 +49,7 @@ struct GradeReport {
   double run_seconds = 0;
   double total_seconds = 0;
   double max_score = 0;  // the weights of all the exercise's checks
+  std::vector<AttentionFigure> figures;  // drawn by the HTML report; computed only when asked for
 
   // Whether `check` earns its weight: it passed, and the verdict is passed or
   // failed (forbidden code, a crash or a compile error earns nothing).

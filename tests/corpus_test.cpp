@@ -92,8 +92,9 @@ TEST_P(Corpus, GradesAsLabelled) {
   // The same grade in every platform's format, checked below against their field lists.
   const auto formats_dir = kBuild / "corpus_formats" / entry.exercise / entry.kind / entry.file.stem();
   fs::create_directories(formats_dir);
-  const std::vector<std::string> platforms = {"exercism", "gradescope", "prairielearn", "junit"};
-  for (const auto& platform : platforms) extra.push_back("--output=" + platform + "=" + (formats_dir / platform).string());
+  const std::vector<std::string> platforms = {"exercism", "gradescope", "prairielearn", "junit", "html"};
+  for (const auto& platform : platforms)
+    extra.push_back("--output=" + platform + "=" + (formats_dir / platform).string());
   auto graded = run_grade(entry, extra);
   for (const auto& path : must_not_create) {
     EXPECT_FALSE(fs::exists(path)) << "the submission wrote " << path << " outside its scratch folder";
@@ -116,14 +117,27 @@ TEST_P(Corpus, GradesAsLabelled) {
     }
     fs::remove_all(formats_dir);
     auto problems = format_checks::exercism(rendered["exercism"]);
-    for (const auto& more : {format_checks::gradescope(rendered["gradescope"]),
-                             format_checks::prairielearn(rendered["prairielearn"]),
-                             format_checks::junit(rendered["junit"]),
-                             format_checks::agree(graded.report, rendered["exercism"], rendered["gradescope"],
-                                                  rendered["prairielearn"], rendered["junit"])}) {
+    for (const auto& more :
+         {format_checks::gradescope(rendered["gradescope"]), format_checks::prairielearn(rendered["prairielearn"]),
+          format_checks::junit(rendered["junit"]),
+          format_checks::agree(graded.report, rendered["exercism"], rendered["gradescope"], rendered["prairielearn"],
+                               rendered["junit"])}) {
       problems.insert(problems.end(), more.begin(), more.end());
     }
     for (const auto& problem : problems) ADD_FAILURE() << "platform formats: " << problem;
+    // The page's heatmaps: every attention exercise has a probe, so a grade
+    // whose cases were judged (one result per check of exercise.yaml) has
+    // figures; a correct submission's weights match the reference's on every one.
+    format_checks::HtmlFigures figures;
+    for (const auto& problem : format_checks::html(rendered["html"], &figures)) ADD_FAILURE() << "html: " << problem;
+    const auto checks = YAML::LoadFile((kRoot / "exercises" / entry.exercise / "exercise.yaml").string())["checks"];
+    if (graded.report["checks"].size() == checks.size()) {
+      EXPECT_GT(figures.drawn + figures.noted, 0) << "no attention figure in the HTML report";
+    }
+    if (entry.kind == "accepted" || entry.kind == "solution") {
+      EXPECT_EQ(figures.noted, 0);
+      EXPECT_EQ(figures.matching, figures.drawn) << "a correct submission's weights differ from the reference's";
+    }
   }
   const auto verdict = graded.report.value("verdict", "");
   ASSERT_FALSE(graded.report["checks"].is_null());

@@ -8,11 +8,16 @@
 //   Gradescope    gradescope.com/help#help-center-item-autograder-specifications (results.json)
 //   PrairieLearn  prairielearn.readthedocs.io/en/latest/externalGrading/ (results.json)
 //   JUnit         the XML of Ant's JUnit task, as GitLab and GitHub reporters read it
+//   HTML          the learner's page: well-formed (it is written as XHTML-compatible
+//                 HTML, so an XML parser reads it), self-contained, and every
+//                 figure whole: three heatmaps of one size, or a note
 #pragma once
 
 #include <tinyxml2.h>
 
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -204,6 +209,103 @@ inline Problems agree(const Json& report, const std::string& exercism_text, cons
   }
   if (passed && !not_assessed && score != max_score)
     out.push_back("a pass with every check run must score the maximum");
+  return out;
+}
+
+struct HtmlFigures {
+  int drawn = 0;     // figures with their three heatmaps
+  int noted = 0;     // figures with a note instead
+  int matching = 0;  // drawn figures that say the weights match
+};
+
+inline bool has_class(const tinyxml2::XMLElement* element, const char* name) {
+  const char* value = element->Attribute("class");
+  if (!value) return false;
+  std::string classes = std::string(" ") + value + " ";
+  return classes.find(std::string(" ") + name + " ") != std::string::npos;
+}
+
+inline void each_element(const tinyxml2::XMLElement* element,
+                         const std::function<void(const tinyxml2::XMLElement*)>& visit) {
+  for (; element; element = element->NextSiblingElement()) {
+    visit(element);
+    each_element(element->FirstChildElement(), visit);
+  }
+}
+
+inline Problems html(const std::string& text, HtmlFigures* counts = nullptr) {
+  Problems out;
+  if (text.rfind("<!DOCTYPE html>", 0) != 0) out.push_back("the page does not start with <!DOCTYPE html>");
+  tinyxml2::XMLDocument doc;
+  if (doc.Parse(text.c_str()) != tinyxml2::XML_SUCCESS) return {"not well-formed: " + std::string(doc.ErrorStr())};
+  auto* root = doc.FirstChildElement("html");
+  if (!root || !root->FirstChildElement("head") || !root->FirstChildElement("body")) return {"no html/head/body"};
+  bool policy = false;
+  HtmlFigures found;
+  each_element(root, [&](const tinyxml2::XMLElement* element) {
+    const std::string name = element->Name();
+    // Self-contained: nothing is fetched, nothing runs.
+    for (const char* attribute : {"src", "href", "srcset", "action", "formaction", "data"}) {
+      if (element->Attribute(attribute)) out.push_back("<" + name + "> has a " + attribute + " attribute");
+    }
+    for (auto* a = element->FirstAttribute(); a; a = a->Next()) {
+      if (std::strncmp(a->Name(), "on", 2) == 0) out.push_back("<" + name + "> has an event handler");
+    }
+    if (name == "script" || name == "iframe" || name == "link" || name == "object" || name == "embed") {
+      out.push_back("the page has a <" + name + "> element");
+    }
+    if (name == "style" && element->GetText() && std::strstr(element->GetText(), "url(")) {
+      out.push_back("the style sheet loads a url()");
+    }
+    if (name == "meta" && element->Attribute("http-equiv", "Content-Security-Policy") &&
+        element->Attribute("content") && std::strstr(element->Attribute("content"), "default-src 'none'")) {
+      policy = true;
+    }
+    if (name != "section" || !has_class(element, "figure")) return;
+    std::vector<const tinyxml2::XMLElement*> maps;
+    bool note = false, same = false;
+    for (auto* child = element->FirstChildElement(); child; child = child->NextSiblingElement()) {
+      note |= has_class(child, "note");
+      same |= has_class(child, "same");
+      if (has_class(child, "maps")) {
+        for (auto* figure = child->FirstChildElement("figure"); figure; figure = figure->NextSiblingElement("figure")) {
+          maps.push_back(figure->FirstChildElement("svg"));
+        }
+      }
+    }
+    if (note) {
+      if (!maps.empty()) out.push_back("a figure with both a note and heatmaps");
+      ++found.noted;
+      return;
+    }
+    if (maps.size() != 3) {
+      out.push_back("a figure with " + std::to_string(maps.size()) + " heatmaps instead of 3");
+      return;
+    }
+    std::vector<int> cells;
+    for (auto* svg : maps) {
+      if (!svg) {
+        out.push_back("a heatmap without its svg");
+        return;
+      }
+      int count = 0;
+      each_element(svg->FirstChildElement(), [&](const tinyxml2::XMLElement* e) {
+        if (std::strcmp(e->Name(), "rect") != 0 || !has_class(e, "cell")) return;
+        ++count;
+        const char* fill = e->Attribute("fill");
+        if (!fill || std::strlen(fill) != 7 || fill[0] != '#') out.push_back("a heatmap cell without a #rrggbb fill");
+      });
+      cells.push_back(count);
+    }
+    if (cells[0] == 0 || cells[0] != cells[1] || cells[1] != cells[2]) {
+      out.push_back("the three heatmaps of a figure have different sizes (or none)");
+    }
+    ++found.drawn;
+    found.matching += same;
+  });
+  if (!policy) out.push_back("no Content-Security-Policy with default-src 'none'");
+  if (!root->FirstChildElement("head")->FirstChildElement("title")) out.push_back("no <title>");
+  if (counts) *counts = found;
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <tinyxml2.h>
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -162,6 +163,73 @@ TEST(Formats, ErrorsInEveryFormat) {
     auto text = render_error("exercise_demo", "grader_error", "no build folder", format);
     EXPECT_NE(text.find("no build folder"), std::string::npos) << format;
   }
+}
+
+AttentionFigure drawn_figure() {
+  AttentionFigure figure;
+  figure.title = "probe with a padding mask";
+  figure.input = "B=2 H=2 Nq=3 Nk=5, padding mask";
+  figure.source = "the weights your function returned";
+  figure.batch = 1;
+  figure.head = 0;
+  figure.reference = {{0.2, 0.3, 0.5, 0, 0}, {0.1, 0.6, 0.3, 0, 0}, {0.3, 0.3, 0.4, 0, 0}};
+  figure.learner = figure.reference;
+  figure.learner[0][3] = 0.25;  // a masked key leaks
+  figure.learner[2][4] = std::nan("");
+  figure.learner[1][0] += 1e-4;  // off by less than the two decimals show
+  figure.masked_keys = {false, false, false, true, true};
+  figure.max_difference = std::numeric_limits<double>::infinity();
+  return figure;
+}
+
+TEST(Formats, HtmlIsSelfContainedAndLearnerTextStaysText) {
+  auto report = failed_grade();
+  const std::string attack = "</pre><script>alert(1)</script><img src=x onerror=alert(2)><a href='http://x'>";
+  report.program_stdout += attack;
+  report.program_stderr = attack;
+  report.checks[1].evidence.push_back(attack);
+  report.submission = "\"><script>alert(3)</script>.cpp";
+  auto page = render(report, "html");
+  expect_valid(format_checks::html(page), "failed grade");
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("<img"), std::string::npos);
+  EXPECT_NE(page.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(page.find("\\x1b[2J"), std::string::npos) << "control characters must be shown escaped";
+  for (auto* other : {"compile error", "grader error"}) {
+    auto stopped = std::string(other) == "compile error" ? compile_error() : GradeReport{};
+    expect_valid(format_checks::html(render(stopped, "html")), other);
+  }
+}
+
+TEST(Formats, HtmlDrawsEachFigureAsThreeHeatmapsOrANote) {
+  auto report = failed_grade();
+  report.figures.push_back(drawn_figure());
+  AttentionFigure matching = drawn_figure();
+  matching.learner = matching.reference;
+  matching.max_difference = 0;
+  report.figures.push_back(matching);
+  AttentionFigure noted;
+  noted.title = "probe without a mask";
+  noted.note = "your code threw an error: <boom>";
+  report.figures.push_back(noted);
+  auto page = render(report, "html");
+  format_checks::HtmlFigures counts;
+  expect_valid(format_checks::html(page, &counts), "figures");
+  EXPECT_EQ(counts.drawn, 2);
+  EXPECT_EQ(counts.matching, 1);
+  EXPECT_EQ(counts.noted, 1);
+  size_t cells = 0;
+  for (size_t at = page.find("class=\"cell\""); at != std::string::npos; at = page.find("class=\"cell\"", at + 1))
+    ++cells;
+  EXPECT_EQ(cells, 2u * 3u * 15u);
+  EXPECT_NE(page.find(">NaN<"), std::string::npos) << "a NaN weight is written as such";
+  EXPECT_NE(page.find("Largest difference not finite"), std::string::npos);
+  EXPECT_NE(page.find(">+0.00<"), std::string::npos) << "a difference that rounds to 0 keeps its sign";
+  EXPECT_NE(page.find("k3✕"), std::string::npos) << "masked keys are marked";
+  EXPECT_NE(page.find("no difference"), std::string::npos);
+  EXPECT_NE(page.find("&lt;boom&gt;"), std::string::npos);
+  // Weights are white at 0 and the darkest blue at 1.
+  EXPECT_NE(page.find("fill=\"#ffffff\""), std::string::npos);
 }
 
 }  // namespace

@@ -54,6 +54,20 @@ struct JudgeInput {
   std::string replay_hint() const { return "reproduce with --seed " + std::to_string(seed); }
 };
 
+// The learner's attention weights beside the reference's on one case, for
+// one batch element and head (the one where they differ most): what the HTML
+// report draws. Either the matrices or a note saying why there are none.
+struct AttentionFigure {
+  std::string title;   // "probe with a padding mask"
+  std::string input;   // the case, as the other evidence describes it
+  std::string source;  // how the learner's weights were obtained
+  int64_t batch = 0, head = 0;
+  std::vector<std::vector<double>> learner, reference;  // [query][key]
+  std::vector<bool> masked_keys;                        // per key: masked for this batch element
+  double max_difference = 0;                            // over every batch element and head; NaN counts as infinite
+  std::string note;                                     // when there is nothing to draw: why
+};
+
 class Suite {
  public:
   virtual ~Suite() = default;
@@ -62,6 +76,12 @@ class Suite {
   virtual std::vector<wire::Record> plan(uint64_t seed) = 0;
   // One result per check declared in exercise.yaml, in that order.
   virtual std::vector<CheckResult> judge(const JudgeInput& input) = 0;
+  // Pictures of the learner's attention against the reference's, after
+  // judge() on the same input; none where the exercise has no attention to show.
+  virtual std::vector<AttentionFigure> figures(const JudgeInput& input) {
+    (void)input;
+    return {};
+  }
 };
 
 // The suite for an exercise (generated registry, see grader/CMakeLists.txt);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -1325,6 +1326,77 @@ CheckResult Kit::attention_mask(const CheckSpec& spec) const {
   }
   return results_.fail(
       spec.id, "masked keys must get exactly zero weight (fill their scores with -inf before the softmax)", evidence);
+}
+
+std::vector<AttentionFigure> Kit::figures(const JudgeInput& input) {
+  input_ = &input;
+  std::vector<AttentionFigure> out;
+  if (!probe_) return out;
+  for (const std::string which : {"mask", "scale"}) {
+    auto found = input.cases.find(probe_case(which));
+    if (found == input.cases.end()) continue;
+    const auto& run = found->second;
+    AttentionFigure figure;
+    figure.title = which == "mask" ? "probe with a padding mask" : "probe without a mask";
+    figure.input = run.describe();
+    figure.source = probe_->direct
+                        ? "the weights your function returned"
+                        : "read from your module's output: the probe's weights make the value projection copy a "
+                          "one-hot token id into each head and the output projection the identity, so each head's "
+                          "output is its attention weights (anything else your code does to the values shows too)";
+    if (auto why = not_runnable(run)) {
+      figure.note = *why;
+      out.push_back(std::move(figure));
+      continue;
+    }
+    std::string why;
+    auto learner = probe_->read(run, why);
+    if (!learner) {
+      figure.note = "no weights to draw: " + why;
+      out.push_back(std::move(figure));
+      continue;
+    }
+    // The reference answers the same request; its outputs go through the same reading.
+    CaseRun answer{run.request, {}};
+    for (const auto& [name, tensor] : expected(run)) answer.response.tensors[name] = tensor;
+    auto reference = probe_->read(answer, why);
+    if (!reference) throw GraderFault("the reference's weights cannot be read on " + run.describe() + ": " + why);
+    auto mine = learner->to(at::kDouble), theirs = reference->to(at::kDouble);
+    if (mine.sizes() != theirs.sizes() || mine.dim() != 4) {
+      figure.note =
+          "your weights have shape " + shape_string(mine.sizes()) + ", the reference's " + shape_string(theirs.sizes());
+      out.push_back(std::move(figure));
+      continue;
+    }
+    auto difference = at::nan_to_num((mine - theirs).abs(), std::numeric_limits<double>::infinity(),
+                                     std::numeric_limits<double>::infinity());
+    const auto where = difference.flatten().argmax().item<int64_t>();
+    const int64_t per_batch = mine.size(1) * mine.size(2) * mine.size(3), per_head = mine.size(2) * mine.size(3);
+    figure.batch = where / per_batch;
+    figure.head = (where % per_batch) / per_head;
+    figure.max_difference = difference.max().item<double>();
+    auto rows = [](const at::Tensor& matrix) {
+      std::vector<std::vector<double>> values(matrix.size(0), std::vector<double>(matrix.size(1)));
+      auto access = matrix.accessor<double, 2>();
+      for (int64_t i = 0; i < matrix.size(0); ++i) {
+        for (int64_t j = 0; j < matrix.size(1); ++j) values[i][j] = access[i][j];
+      }
+      return values;
+    };
+    figure.learner = rows(mine[figure.batch][figure.head].contiguous());
+    figure.reference = rows(theirs[figure.batch][figure.head].contiguous());
+    figure.masked_keys.assign(mine.size(3), false);
+    if (run.request.tensors.count("probe.mask")) {
+      auto keep = run.request.tensor("probe.mask").reshape({mine.size(0), -1});
+      for (int64_t j = 0; j < mine.size(3); ++j) figure.masked_keys[j] = (keep[figure.batch][j] == 0).item<bool>();
+    }
+    out.push_back(std::move(figure));
+  }
+  // The case that shows the mistake best first.
+  std::stable_sort(out.begin(), out.end(), [](const AttentionFigure& x, const AttentionFigure& y) {
+    return x.max_difference > y.max_difference;
+  });
+  return out;
 }
 
 }  // namespace grader::kit

@@ -88,6 +88,9 @@ class Kit : public Suite {
   // Runs every check of exercise.yaml, in its order, each guarded: an
   // exception in check or reference code is the grader's fault.
   std::vector<CheckResult> judge(const JudgeInput& input) override;
+  // The probe cases' weights, the learner's beside the reference's (the
+  // reference's read through the same probe from its own outputs).
+  std::vector<AttentionFigure> figures(const JudgeInput& input) override;
 
   // ---- for check code ----
   const Exercise& exercise() const { return exercise_; }
