@@ -289,12 +289,13 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
 
   auto tolerances = root["tolerances"];
   if (!tolerances || !tolerances.IsMap()) read.fail("'tolerances' must map float32/float64 to {rtol, atol}");
-  for (const char* dtype : {"float32", "float64"}) {
+  // float32 and float64 always; a narrow dtype where a case runs in it (read with the cases).
+  const std::set<std::string> dtypes = {"float32", "float64"};
+  for (const auto& dtype : dtypes) {
     auto entry = tolerances[dtype];
-    if (!entry || !entry.IsMap()) read.fail(std::string("'tolerances' has no ") + dtype + " entry");
+    if (!entry || !entry.IsMap()) read.fail("'tolerances' has no " + dtype + " entry");
     Tolerance tolerance{read.number(entry, "rtol", -1), read.number(entry, "atol", -1)};
-    if (tolerance.rtol < 0 || tolerance.atol < 0)
-      read.fail(std::string("tolerance for ") + dtype + " needs rtol and atol >= 0");
+    if (tolerance.rtol < 0 || tolerance.atol < 0) read.fail("tolerance for " + dtype + " needs rtol and atol >= 0");
     exercise.tolerances[dtype] = tolerance;
   }
   exercise.forbidden_operators = read.texts(root, "forbidden_operators", false);
@@ -361,6 +362,19 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
     }
   }
   parse_kit_sections(read, root, exercise, points);
+  for (const auto& spec : exercise.cases) {
+    auto dtype = spec.trait("dtype", "float64");
+    if (dtype != "float32" && dtype != "float64" && dtype != "bfloat16" && dtype != "float16") {
+      read.fail("case '" + spec.id + "': dtype '" + dtype + "' is not one of float64, float32, bfloat16, float16");
+    }
+    if (exercise.tolerances.count(dtype)) continue;
+    auto entry = tolerances[dtype];
+    if (!entry || !entry.IsMap())
+      read.fail("case '" + spec.id + "' runs in " + dtype + ": 'tolerances' has no entry for it");
+    Tolerance tolerance{read.number(entry, "rtol", -1), read.number(entry, "atol", -1)};
+    if (tolerance.rtol < 0 || tolerance.atol < 0) read.fail("tolerance for " + dtype + " needs rtol and atol >= 0");
+    exercise.tolerances[dtype] = tolerance;
+  }
   return exercise;
 }
 

@@ -48,7 +48,8 @@ struct Signature {
 };
 
 // One planned configuration from `cases:`: integer entries are dimensions,
-// text entries are traits (dtype: float32|float64, mode: eval|train, mask:
+// text entries are traits (dtype: float64|float32|bfloat16|float16, the narrow
+// ones with their own entry in `tolerances:`; mode: eval|train, mask:
 // none|padding|causal|per_head|heads_shared, mask_dtype: bool|int64).
 struct CaseSpec {
   std::string id;
@@ -113,7 +114,7 @@ struct Exercise {
   std::vector<std::string> learner_files;
   std::string interface_header;
   Limits limits;
-  std::map<std::string, Tolerance> tolerances;  // by dtype name: float32, float64
+  std::map<std::string, Tolerance> tolerances;  // by dtype name: float32, float64 (and narrow ones cases use)
   std::vector<std::string> forbidden_operators;
   std::vector<std::string> forbidden_symbols;
   std::vector<FocusPoint> focus_points;

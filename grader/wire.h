@@ -57,6 +57,16 @@ inline bool is_wire_dtype(at::ScalarType type) {
   return type == at::kFloat || type == at::kDouble || type == at::kLong || type == at::kBool;
 }
 
+// The floating dtype a case runs in, by its name in exercise.yaml (the
+// loader accepts only these names); float64 when none is given. Tensors of
+// the narrow dtypes cross the channel as float64 (see driver_api.h).
+inline at::ScalarType floating_dtype(const std::string& name) {
+  if (name == "float32") return at::kFloat;
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float16") return at::kHalf;
+  return at::kDouble;
+}
+
 // The runner writes this before any learner code is loaded, then one message.
 inline const std::string kRunnerReady = "RUNNER-READY\n";
 

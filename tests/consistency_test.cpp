@@ -203,8 +203,10 @@ TEST_P(Consistency, EachMistakeMadeAloneIsNamedAsItself) {
       } else {
         auto outputs = kit_->expected(kit_->data_of(run), mistake);
         if (outputs.empty()) run.response.strings["error"] = "this mistake cannot run this case (simulated)";
-        const auto dtype = request.string_or("dtype", "float64") == "float32" ? at::kFloat : at::kDouble;
-        for (const auto& [name, tensor] : outputs) run.response.tensors[name] = tensor.to(dtype);
+        // In the case's dtype; a narrow one crosses the channel as float64, as from the runner.
+        const auto dtype = wire::floating_dtype(request.string_or("dtype", "float64"));
+        const auto sent = dtype == at::kFloat ? at::kFloat : at::kDouble;
+        for (const auto& [name, tensor] : outputs) run.response.tensors[name] = tensor.to(dtype).to(sent);
       }
       input.cases[request.string("case")] = run;
     }
@@ -215,6 +217,7 @@ TEST_P(Consistency, EachMistakeMadeAloneIsNamedAsItself) {
     }
     // Explained from any case where it shows, it is the same mistake.
     for (const auto& spec : exercise_.cases) {
+      if (!kit::unsupported_dtype(spec.trait("dtype", "float64")).empty()) continue;  // not planned here
       if (kit_->status(spec.id) != kit::CaseStatus::differs) continue;
       auto explained = kit_->explain(numerics_check, spec.id);
       EXPECT_EQ(explained.mistake, mistake)

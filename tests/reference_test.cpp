@@ -59,6 +59,27 @@ TEST_F(Reference, SdpaMatchesLibTorchWithBoolMask) {
   EXPECT_TRUE(int_w.masked_select(causal.logical_not().expand_as(int_w)).eq(0).all().item<bool>());
 }
 
+// The causal exercise's reference is this function with a tril() mask: it
+// must equal attention computed prefix by prefix (no mask at all), and its
+// earlier rows must not move, even by rounding, when later tokens change.
+TEST_F(Reference, CausalMaskEqualsPrefixAttention) {
+  const int64_t n = 7;
+  auto q = at::randn({2, 3, n, 8}, at::kDouble), k = at::randn({2, 3, n, 8}, at::kDouble),
+       v = at::randn({2, 3, n, 5}, at::kDouble);
+  auto [out, w] = reference::scaled_dot_product_attention(q, k, v, at::ones({n, n}, at::kBool).tril());
+  for (int64_t i = 0; i < n; ++i) {
+    auto row = at::softmax(at::matmul(q.narrow(2, i, 1), k.narrow(2, 0, i + 1).transpose(-2, -1)) / std::sqrt(8.0), -1);
+    expect_close(row, w.narrow(2, i, 1).narrow(3, 0, i + 1));
+    EXPECT_TRUE(w.narrow(2, i, 1).narrow(3, i + 1, n - i - 1).eq(0).all().item<bool>());
+    expect_close(at::matmul(row, v.narrow(2, 0, i + 1)), out.narrow(2, i, 1));
+  }
+  auto k2 = k.clone(), v2 = v.clone(), q2 = q.clone();
+  for (auto* t : {&q2, &k2, &v2}) t->narrow(2, 4, n - 4).normal_();
+  auto [out2, w2] = reference::scaled_dot_product_attention(q2, k2, v2, at::ones({n, n}, at::kBool).tril());
+  EXPECT_TRUE(out.narrow(2, 0, 4).equal(out2.narrow(2, 0, 4)));
+  EXPECT_TRUE(w.narrow(2, 0, 4).equal(w2.narrow(2, 0, 4)));
+}
+
 TEST_F(Reference, SdpaIsStableForLargeLogits) {
   auto q = at::randn({1, 1, 4, 8}, at::kDouble) * 100, k = at::randn({1, 1, 4, 8}, at::kDouble) * 100;
   auto v = at::randn({1, 1, 4, 8}, at::kDouble);

@@ -53,7 +53,7 @@ class Inputs {
 };
 
 inline at::ScalarType case_dtype(const wire::Record& request) {
-  return request.string_or("dtype", "float64") == "float32" ? at::kFloat : at::kDouble;
+  return wire::floating_dtype(request.string_or("dtype", "float64"));
 }
 
 // The outputs a forward returned, in the order of the exercise's signature.

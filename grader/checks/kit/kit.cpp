@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -35,7 +36,7 @@ void put_constructor_argument(wire::Record& record, const std::string& name, dou
   if (value == std::floor(value)) record.ints["ctor." + name] = static_cast<int64_t>(value);
 }
 
-at::ScalarType dtype_of(const std::string& name) { return name == "float32" ? at::kFloat : at::kDouble; }
+at::ScalarType dtype_of(const std::string& name) { return wire::floating_dtype(name); }
 
 // The mask of one case: undefined for "none"; else broadcastable to (B, H, Nq, Nk).
 at::Tensor make_mask(const CaseSpec& spec, const Dims& d, at::Generator& generator) {
@@ -192,6 +193,30 @@ std::string name_scale(double value, const std::map<std::string, double>& quanti
 Kit::Kit(const Exercise& exercise, Reference reference, std::vector<std::string> replayable)
     : exercise_(exercise), results_(exercise), reference_(std::move(reference)), replayable_(std::move(replayable)) {
   for (const auto& id : replayable_) exercise_.mistake(id);  // throws for an undeclared one
+  // The runner links the same LibTorch as this process: a dtype its CPU
+  // kernels lack here is lacking there too, and its cases are not planned.
+  for (const auto& spec : exercise_.cases) {
+    auto why = unsupported_dtype(spec.trait("dtype", "float64"));
+    if (why.empty()) {
+      cases_.push_back(spec);
+    } else {
+      unsupported_[spec.id] = why;
+    }
+  }
+}
+
+std::string unsupported_dtype(const std::string& name) {
+  const auto dtype = dtype_of(name);
+  if (dtype == at::kDouble || dtype == at::kFloat) return "";
+  try {
+    auto x = at::ones({1, 2, 2}, at::TensorOptions().dtype(dtype));
+    auto w = at::softmax(at::matmul(x, x.transpose(-2, -1)).masked_fill(at::eye(2, at::kBool), -1e4), -1);
+    (void)at::matmul(w, x).sum().item<double>();
+    return "";
+  } catch (const c10::Error& error) {
+    return "this LibTorch (" TORCH_VERSION ", CPU) cannot run attention in " + name + " (" +
+           first_line(error.what_without_backtrace()) + ")";
+  }
 }
 
 Kit& Kit::probe(AttentionProbe probe) {
@@ -224,7 +249,11 @@ bool Kit::has_mask_input() const {
 wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int64_t seed) const {
   const auto& sig = exercise_.signature;
   const auto dtype = dtype_of(spec.trait("dtype", "float64"));
-  const auto options = at::TensorOptions().dtype(dtype);
+  // A narrow dtype (bfloat16, float16) is drawn in float64, rounded to it and
+  // sent back as float64: the channel's dtypes, the values the learner gets.
+  const bool narrow = dtype != at::kDouble && dtype != at::kFloat;
+  const auto options = at::TensorOptions().dtype(narrow ? at::kDouble : dtype);
+  auto rounded = [&](const at::Tensor& t) { return narrow ? t.to(dtype).to(at::kDouble) : t; };
   wire::Record record;
   record.strings["case"] = spec.id;
   record.strings["kind"] = "forward";
@@ -249,12 +278,12 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
     }
     // "logits: large" puts scores in the thousands (a softmax without its max subtracted overflows).
     const double spread = spec.trait("logits", "normal") == "large" ? 40.0 : 1.0;
-    record.tensors["input." + input.name] = at::randn(shape_of(input, spec.dims), generator, options) * spread;
+    record.tensors["input." + input.name] = rounded(at::randn(shape_of(input, spec.dims), generator, options) * spread);
   }
   for (const auto& param : sig.parameters) {
     auto shape = shape_of(param, spec.dims);
     const double bound = 1.0 / std::sqrt(static_cast<double>(shape.back()));
-    record.tensors["param." + param.name] = at::empty(shape, options).uniform_(-bound, bound, generator);
+    record.tensors["param." + param.name] = rounded(at::empty(shape, options).uniform_(-bound, bound, generator));
   }
   describe += " " + record.strings["dtype"] + " " + spec.trait("mode", "eval");
   for (const auto& [name, value] : spec.traits) {
@@ -289,7 +318,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     }
   }
   std::vector<wire::Record> cases;
-  for (const auto& spec : exercise_.cases) {
+  for (const auto& spec : cases_) {
     auto record = make_case(spec, generator, case_seed++);
     if (want_grad.count(spec.id)) {
       const auto& output = exercise_.signature.outputs.front();
@@ -393,7 +422,22 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   std::vector<CheckResult> out;
   for (const auto& spec : exercise_.checks) {
     try {
+      std::vector<std::string> lacking;
+      for (const auto& id : spec.cases) {
+        if (unsupported_.count(id)) lacking.push_back(id + ": " + unsupported_.at(id));
+      }
+      if (!spec.cases.empty() && lacking.size() == spec.cases.size()) {
+        auto result = results_.skip(spec.id, "not assessed on this machine: " + lacking.front());
+        result.weight = spec.weight;
+        result.title = spec.title;
+        out.push_back(std::move(result));
+        continue;
+      }
       auto result = run_kind(spec);
+      // What passed was shown on the cases that could run; say which could not.
+      if (result.status == CheckStatus::passed) {
+        for (const auto& why : lacking) result.message += " (not assessed on this machine: " + why + ")";
+      }
       result.id = spec.id;
       result.weight = spec.weight;
       result.title = spec.title;
@@ -408,7 +452,7 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   // Code that throws on every case shows no concept missing (unless an error
   // rule names one): its failures count against no focus point.
   bool threw_everywhere = true;
-  for (const auto& spec : exercise_.cases) threw_everywhere &= input.at(spec.id).threw();
+  for (const auto& spec : cases_) threw_everywhere &= input.at(spec.id).threw();
   if (threw_everywhere) {
     for (auto& result : out) result.blames_focus &= !result.threw;
   }
@@ -438,10 +482,13 @@ CheckResult Kit::run_kind(const CheckSpec& spec) const {
 }
 
 std::vector<std::string> Kit::cases_of(const CheckSpec& spec) const {
-  if (!spec.cases.empty()) return spec.cases;
-  std::vector<std::string> all;
-  for (const auto& c : exercise_.cases) all.push_back(c.id);
-  return all;
+  std::vector<std::string> ids;
+  for (const auto& id : spec.cases) {
+    if (!unsupported_.count(id)) ids.push_back(id);
+  }
+  if (!spec.cases.empty()) return ids;
+  for (const auto& c : cases_) ids.push_back(c.id);
+  return ids;
 }
 
 CaseData Kit::data_of(const CaseRun& run) const {
@@ -530,7 +577,7 @@ std::string Kit::smallest_failing(const std::string& check) const {
   for (const auto& id : own) own_fails |= status(id) == CaseStatus::differs || status(id) == CaseStatus::threw;
   std::string best;
   int64_t best_size = -1;
-  for (const auto& spec : exercise_.cases) {
+  for (const auto& spec : cases_) {
     if (own_fails && !own.count(spec.id)) continue;
     auto s = status(spec.id);
     if (s != CaseStatus::differs && s != CaseStatus::threw) continue;
@@ -546,7 +593,7 @@ std::string Kit::smallest_failing(const std::string& check) const {
 
 std::optional<CheckResult> Kit::attribute_to_feature(const std::string& check) const {
   std::set<std::string> failing, all;
-  for (const auto& spec : exercise_.cases) {
+  for (const auto& spec : cases_) {
     auto s = status(spec.id);
     if (s == CaseStatus::unusable) return std::nullopt;
     all.insert(spec.id);
@@ -555,12 +602,12 @@ std::optional<CheckResult> Kit::attribute_to_feature(const std::string& check) c
   if (failing.empty() || failing == all) return std::nullopt;
   for (const auto& feature : exercise_.features) {
     std::set<std::string> having;
-    for (const auto& spec : exercise_.cases) {
+    for (const auto& spec : cases_) {
       if (feature_holds(feature.when, spec)) having.insert(spec.id);
     }
     if (having != failing) continue;
     std::vector<std::string> evidence;
-    for (const auto& spec : exercise_.cases) {
+    for (const auto& spec : cases_) {
       const auto& run = input_->at(spec.id);
       const bool fails = failing.count(spec.id) > 0;
       evidence.push_back((fails ? "fails:  " : "passes: ") + run.describe() +
@@ -631,7 +678,7 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
     candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                     [&](const Mistakes& m) { return matches(here, learner, m) != true; }),
                      candidates.end());
-    for (const auto& spec : exercise_.cases) {
+    for (const auto& spec : cases_) {
       if (spec.id == case_id || candidates.size() <= 1) continue;
       const auto s = status(spec.id);
       if (s == CaseStatus::threw || s == CaseStatus::unusable) continue;
@@ -761,7 +808,7 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
 
 CheckResult Kit::rejects(const CheckSpec& spec) const {
   const auto& run = input_->at("rejects~" + spec.id);
-  const auto& valid = input_->at(exercise_.cases.front().id);
+  const auto& valid = input_->at(cases_.front().id);
   if (!valid.response.ints.count("constructed")) {
     return results_.skip(spec.id, "not assessed: your constructor throws for valid arguments too");
   }
@@ -798,7 +845,7 @@ CheckResult Kit::numerics(const CheckSpec& spec) const {
     const auto& run = input_->at(id);
     if (!not_runnable(run)) {
       const auto dtype = run.request.string_or("dtype", "float64");
-      const std::string want = dtype == "float32" ? "Float" : "Double";
+      const std::string want = c10::toString(dtype_of(dtype));
       for (const auto& output : exercise_.signature.outputs) {
         auto got = run.response.string_or(output.name + ".dtype", want);
         if (got != want && got != "undefined") {
@@ -915,7 +962,7 @@ CheckResult Kit::deterministic(const CheckSpec& spec) const {
   if (s == CaseStatus::matches || s == CaseStatus::precision) {
     return results_.pass(spec.id, "eval mode is deterministic and matches the reference");
   }
-  for (const auto& other : exercise_.cases) {
+  for (const auto& other : cases_) {
     if (status(other.id) == CaseStatus::matches) return explain(spec.id, id);
   }
   return results_.skip(spec.id, "not assessed: deterministic, but the eval-mode results are wrong in every case");
@@ -1152,10 +1199,18 @@ CheckResult Kit::attention_scale(const CheckSpec& spec) const {
                          "not assessed: your attention weights are not a distribution over the keys, so no "
                          "scale can be read from them (see the softmax check)");
   }
-  if (!(w > 0).all().item<bool>() || !at::isfinite(w).all().item<bool>()) {
+  // The weights a softmax over the keys gives weight: all, or under a causal
+  // exercise's own mask the keys up to the query's position (key 0 always).
+  auto kept =
+      probe_->causal ? at::ones({w.size(-2), w.size(-1)}, at::kBool).tril().expand_as(w) : at::ones_like(w, at::kBool);
+  if (probe_->causal && over_queries) {
+    return results_.skip(spec.id, "not assessed: your softmax normalises over the queries (see the softmax check)");
+  }
+  if (!(w.masked_select(kept) > 0).all().item<bool>() || !at::isfinite(w).all().item<bool>()) {
     return results_.skip(spec.id,
-                         "not assessed: some attention weights are zero, negative or not finite without a "
-                         "mask, so no scale can be read from them (see the other checks)");
+                         std::string("not assessed: some attention weights are zero, negative or not finite ") +
+                             (probe_->causal ? "at keys a query may see" : "without a mask") +
+                             ", so no scale can be read from them (see the other checks)");
   }
   // log(w_ij / w_i0) = scale * a_i * (b_j - b_0) for a softmax over the keys of scale * q.k
   // (over the queries: log(w_ij / w_0j) = scale * (a_i - a_0) * b_j).
@@ -1163,6 +1218,8 @@ CheckResult Kit::attention_scale(const CheckSpec& spec) const {
   auto x = over_queries ? ((a - a.narrow(-1, 0, 1)).unsqueeze(-1) * b.unsqueeze(1)).unsqueeze(1).expand_as(w)
                         : (a.unsqueeze(-1) * (b - b.narrow(-1, 0, 1)).unsqueeze(1)).unsqueeze(1).expand_as(w);
   auto y = over_queries ? w.log() - w.narrow(-2, 0, 1).log() : w.log() - w.narrow(-1, 0, 1).log();
+  x = x.masked_select(kept);
+  y = y.masked_select(kept);
   const double scale = (x * y).sum().item<double>() / (x * x).sum().item<double>();
   const double residual = (y - x * scale).abs().max().item<double>();
   if (residual > 1e-6 * std::max(1.0, y.abs().max().item<double>())) {
@@ -1179,7 +1236,7 @@ CheckResult Kit::attention_scale(const CheckSpec& spec) const {
                                                  std::to_string(w.numel()) + " weights"
                                            : "measured from the ratios of your attention weights: log(w_ij / w_i0) = "
                                              "c * (q_i.k_j - q_i.k_0), fitted over " +
-                                                 std::to_string(w.numel()) + " weights"};
+                                                 std::to_string(x.numel()) + " weights"};
   if (std::abs(scale - want) <= 1e-6 * want) {
     return results_.pass(spec.id, "your scores are multiplied by " + name_scale(scale, quantities, false));
   }

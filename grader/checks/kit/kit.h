@@ -18,6 +18,10 @@
 //                  reference's (option focus.<input or parameter prefix>: its focus point)
 //   attention_scale, attention_axis, attention_mask   measured by probes
 //   no_builtins    no forbidden operator ran and no forbidden symbol is linked
+//
+// A case in a dtype this LibTorch cannot run attention in on the CPU (float16
+// on 1.13) is not planned; a check keeps its other cases and says, when it
+// passes, what was not assessed and why (all of its cases: skipped, with why).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -66,6 +70,7 @@ struct AttentionProbe {
   std::function<void(wire::Record&, const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask)> design;
   std::function<std::optional<at::Tensor>(const CaseRun&, std::string& why)> read;
   bool direct = false;  // read() returns weights the learner returned, not ones inferred from an output
+  bool causal = false;  // the exercise hides each query's later keys itself (no mask input): measure the rest
 };
 
 class Kit;
@@ -148,6 +153,8 @@ class Kit : public Suite {
   Reference reference_;
   std::vector<std::string> replayable_;
   std::optional<AttentionProbe> probe_;
+  std::vector<CaseSpec> cases_;                     // exercise.yaml's cases this LibTorch can run
+  std::map<std::string, std::string> unsupported_;  // the others, by id: why not
   std::map<std::string, CheckFn> custom_;
   std::vector<std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)>> extra_;
   const JudgeInput* input_ = nullptr;
@@ -164,6 +171,10 @@ std::string probe_case(const std::string& which);
 std::string moved_case(const std::string& id, const std::string& what);
 // The p of the Dropout the driver found registered at `path`, if any.
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
+
+// Why this LibTorch cannot run attention in the dtype `name` (float16 on an
+// old CPU build, say); empty when it can.
+std::string unsupported_dtype(const std::string& name);
 
 // A number as a learner reads it, with a name where it equals one: 0.5 with
 // quantities {num_heads: 4} gives "0.5000 = 1/sqrt(4), which is

@@ -1,0 +1,16 @@
+// Wrong: the lower triangle is filled instead of the upper one: tokens see
+// only the future, and the last token sees nothing (NaN).
+#include "causal_attention.h"
+
+#include <cmath>
+#include <limits>
+
+std::tuple<torch::Tensor, torch::Tensor> causal_self_attention(const torch::Tensor& query, const torch::Tensor& key,
+                                                               const torch::Tensor& value) {
+  const auto n = query.size(-2);
+  auto scores = torch::matmul(query, key.transpose(-2, -1)) / std::sqrt(static_cast<double>(query.size(-1)));
+  auto causal = torch::tril(torch::ones({n, n}, query.options()));
+  scores = scores.masked_fill(causal == 1, -std::numeric_limits<double>::infinity());
+  auto weights = torch::softmax(scores, -1);
+  return {torch::matmul(weights, value), weights};
+}
