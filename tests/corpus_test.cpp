@@ -125,13 +125,20 @@ TEST_P(Corpus, GradesAsLabelled) {
       problems.insert(problems.end(), more.begin(), more.end());
     }
     for (const auto& problem : problems) ADD_FAILURE() << "platform formats: " << problem;
-    // The page's heatmaps: every attention exercise has a probe, so a grade
-    // whose cases were judged (one result per check of exercise.yaml) has
-    // figures; a correct submission's weights match the reference's on every one.
+    // The page's heatmaps: an exercise with an attention probe (its attention_*
+    // checks need one) has figures in every grade whose cases were judged (one
+    // result per check of exercise.yaml); a correct submission's weights match
+    // the reference's on every one.
     format_checks::HtmlFigures figures;
     for (const auto& problem : format_checks::html(rendered["html"], &figures)) ADD_FAILURE() << "html: " << problem;
     const auto checks = YAML::LoadFile((kRoot / "exercises" / entry.exercise / "exercise.yaml").string())["checks"];
-    if (graded.report["checks"].size() == checks.size()) {
+    bool probed = false;
+    for (const auto& check : checks) {
+      probed |= check["kind"] && check["kind"].as<std::string>().rfind("attention_", 0) == 0;
+    }
+    if (!probed) {
+      EXPECT_EQ(figures.drawn + figures.noted, 0) << "attention figures for an exercise without a probe";
+    } else if (graded.report["checks"].size() == checks.size()) {
       EXPECT_GT(figures.drawn + figures.noted, 0) << "no attention figure in the HTML report";
     }
     if (entry.kind == "accepted" || entry.kind == "solution") {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "multi_head_attention.h"
+#include "sinusoidal_encoding.h"
 
 namespace {
 
@@ -78,6 +79,33 @@ TEST_F(Reference, CausalMaskEqualsPrefixAttention) {
   auto [out2, w2] = reference::scaled_dot_product_attention(q2, k2, v2, at::ones({n, n}, at::kBool).tril());
   EXPECT_TRUE(out.narrow(2, 0, 4).equal(out2.narrow(2, 0, 4)));
   EXPECT_TRUE(w.narrow(2, 0, 4).equal(w2.narrow(2, 0, 4)));
+}
+
+// The positional encoding against the paper's formula written with pow, one
+// element at a time, for an even and an odd width.
+TEST_F(Reference, PositionalEncodingFollowsThePaper) {
+  for (int64_t d : {6, 7}) {
+    auto table = reference::sinusoidal_table(30, d);
+    ASSERT_EQ(table.sizes(), at::IntArrayRef({30, d}));
+    for (int64_t pos = 0; pos < 30; ++pos) {
+      for (int64_t c = 0; c < d; ++c) {
+        const double angle = static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(c / 2) / d);
+        EXPECT_NEAR(table[pos][c].item<double>(), c % 2 == 0 ? std::sin(angle) : std::cos(angle), 1e-12)
+            << "pos " << pos << " channel " << c << " of " << d;
+      }
+    }
+  }
+  auto x = at::randn({2, 5, 6}, at::kDouble);
+  expect_close(x + reference::sinusoidal_table(5, 6).unsqueeze(0), reference::add_positional_encoding(x));
+  // Every mistake variant gives another table.
+  for (auto bend : std::vector<void (*)(reference::PositionalEncodingVariant&)>{
+           [](auto& v) { v.sin_cos_swapped = true; }, [](auto& v) { v.halves = true; },
+           [](auto& v) { v.exponent_without_2 = true; }, [](auto& v) { v.log10_base = true; },
+           [](auto& v) { v.first_position = 1; }}) {
+    reference::PositionalEncodingVariant variant;
+    bend(variant);
+    EXPECT_FALSE(at::allclose(reference::sinusoidal_table(30, 6), reference::sinusoidal_table(30, 6, variant)));
+  }
 }
 
 TEST_F(Reference, SdpaIsStableForLargeLogits) {

@@ -6,7 +6,8 @@
 //   ctor.<argument> (ints or reals), dtype, train, input.<name>,
 //   param.<name>, [grad_output.<output>]
 // Response: constructed, parameters (names and shapes), missing_parameters,
-//   dropouts (path and p of every Dropout), <output> tensors,
+//   dropouts (path and p of every Dropout), buffers (name, dtype after the
+//   module's .to(dtype), requires_grad, shape), <output> tensors,
 //   [grad.input.<name>, grad.param.<name>]
 #pragma once
 
@@ -135,6 +136,14 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
     response.strings["missing_parameters"] = missing;
     return;
   }
+  // Registered buffers as .to(dtype) left them: "name dtype requires_grad size...".
+  std::ostringstream buffers;
+  for (const auto& item : module->named_buffers()) {
+    buffers << item.key() << ' ' << c10::toString(item.value().scalar_type()) << ' ' << item.value().requires_grad();
+    for (auto size : item.value().sizes()) buffers << ' ' << size;
+    buffers << '\n';
+  }
+  response.strings["buffers"] = buffers.str();
   module->train(request.integer_or("train", 0) != 0);
   const bool want_grad = request.has_tensor("grad_output");
   Inputs inputs(request, dtype, want_grad);

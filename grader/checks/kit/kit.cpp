@@ -18,9 +18,9 @@
 namespace grader::kit {
 namespace {
 
-const std::set<std::string> kKinds = {"parameters",      "rejects",        "shapes",        "numerics",   "gradients",
-                                      "deterministic",   "masked_values",  "work_growth",   "dependence", "no_builtins",
-                                      "attention_scale", "attention_axis", "attention_mask"};
+const std::set<std::string> kKinds = {
+    "parameters",  "rejects",    "shapes",      "numerics",        "gradients",      "deterministic",  "masked_values",
+    "work_growth", "dependence", "no_builtins", "attention_scale", "attention_axis", "attention_mask", "refuses"};
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -197,7 +197,9 @@ Kit::Kit(const Exercise& exercise, Reference reference, std::vector<std::string>
   // kernels lack here is lacking there too, and its cases are not planned.
   for (const auto& spec : exercise_.cases) {
     auto why = unsupported_dtype(spec.trait("dtype", "float64"));
-    if (why.empty()) {
+    if (why.empty() && spec.trait("expect", "result") == "error") {
+      refusals_.push_back(spec);
+    } else if (why.empty()) {
       cases_.push_back(spec);
     } else {
       unsupported_[spec.id] = why;
@@ -287,7 +289,7 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
   }
   describe += " " + record.strings["dtype"] + " " + spec.trait("mode", "eval");
   for (const auto& [name, value] : spec.traits) {
-    if (name != "dtype" && name != "mode" && name != "mask" && name != "mask_dtype")
+    if (name != "dtype" && name != "mode" && name != "mask" && name != "mask_dtype" && name != "expect")
       describe += " " + name + "=" + value;
   }
   if (has_mask_input()) describe += ", " + mask_text(spec);
@@ -300,6 +302,13 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     if (!custom_.count(check.kind) && !kKinds.count(check.kind)) {
       throw ConfigError((exercise_.dir / "exercise.yaml").string() + ": check '" + check.id + "' has kind '" +
                         check.kind + "', which neither the kit nor grader/checks/" + exercise_.id + " implements");
+    }
+    for (const auto& id : check.cases) {
+      const bool refusal = std::any_of(refusals_.begin(), refusals_.end(), [&](const auto& r) { return r.id == id; });
+      if (refusal != (check.kind == "refuses")) {
+        throw ConfigError((exercise_.dir / "exercise.yaml").string() + ": check '" + check.id + "' lists case '" + id +
+                          "': cases with expect: error belong to refuses checks, and only they");
+      }
     }
     if ((check.kind.rfind("attention_", 0) == 0) && !probe_) {
       throw ConfigError("check '" + check.id + "' needs an attention probe, and the exercise defines none");
@@ -410,6 +419,11 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
       cases.push_back(record);
     }
   }
+  for (const auto& spec : refusals_) {
+    auto record = make_case(spec, generator, case_seed++);
+    record.strings["describe"] += ", which must be refused";
+    cases.push_back(std::move(record));
+  }
   for (const auto& add : extra_) add(*this, cases, generator);
   return cases;
 }
@@ -465,6 +479,7 @@ CheckResult Kit::run_kind(const CheckSpec& spec) const {
   const auto& k = spec.kind;
   if (k == "parameters") return parameters(spec);
   if (k == "rejects") return rejects(spec);
+  if (k == "refuses") return refuses(spec);
   if (k == "shapes") return shapes(spec);
   if (k == "numerics") return numerics(spec);
   if (k == "gradients") return gradients(spec);
@@ -817,6 +832,49 @@ CheckResult Kit::rejects(const CheckSpec& spec) const {
                        {run.describe() + " was accepted"});
 }
 
+CheckResult Kit::refuses(const CheckSpec& spec) const {
+  // Words one of which the error must contain, so that it says why ("max_len").
+  std::vector<std::string> words;
+  std::istringstream list(spec.option("mentions"));
+  for (std::string word; std::getline(list, word, ',');) {
+    word.erase(0, word.find_first_not_of(' '));
+    if (!word.empty()) words.push_back(word);
+  }
+  std::vector<std::string> refused;
+  for (const auto& id : spec.cases) {
+    const auto& run = input_->at(id);
+    if (!run.threw()) {
+      return results_.fail(spec.id, spec.option("says", "this input must be refused with an error (TORCH_CHECK)"),
+                           {run.describe() + " was accepted"});
+    }
+    auto message = first_line(run.error());
+    // A refusal means something only where valid inputs are accepted.
+    if (!run.response.ints.count("constructed")) {
+      return results_.skip(spec.id, "not assessed: your constructor throws (" + message + ")");
+    }
+    const auto& valid = input_->at(cases_.front().id);
+    if (valid.threw() && first_line(valid.error()) == message) {
+      return results_.skip(spec.id, "not assessed: your code throws the same error on valid inputs (" + message + ")");
+    }
+    auto lower = message;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool says_why =
+        words.empty() || std::any_of(words.begin(), words.end(), [&](std::string word) {
+          std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return std::tolower(c); });
+          return lower.find(word) != std::string::npos;
+        });
+    if (!says_why) {
+      return results_.fail(spec.id,
+                           "refused, but the error does not say why: check the input yourself and say what is wrong "
+                           "(mention " +
+                               fmt::format("{}", fmt::join(words, " or ")) + ")",
+                           {"input: " + run.describe(), "your error: " + message});
+    }
+    refused.push_back(message);
+  }
+  return results_.pass(spec.id, "refused with: " + refused.front());
+}
+
 CheckResult Kit::shapes(const CheckSpec& spec) const {
   std::vector<std::string> evidence;
   for (const auto& id : cases_of(spec)) {
@@ -850,7 +908,7 @@ CheckResult Kit::numerics(const CheckSpec& spec) const {
         auto got = run.response.string_or(output.name + ".dtype", want);
         if (got != want && got != "undefined") {
           auto result = results_.fail(spec.id,
-                                      dtype + " inputs gave a " + output.name + " of dtype " + got +
+                                      dtype + " inputs gave the " + output.name + " in dtype " + got +
                                           ": keep the inputs' dtype (do not hard-code one)",
                                       {"input: " + run.describe()});
           if (has_focus_point("numerics")) result.focus_point = "numerics";

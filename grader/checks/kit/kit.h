@@ -7,6 +7,8 @@
 // Check kinds (the `kind:` of a check, default its id):
 //   parameters     every signature parameter was loaded by name
 //   rejects        constructing with `constructor:` arguments must throw
+//   refuses        forward on `cases` (each with the trait expect: error) must throw,
+//                  the message naming one of the comma-separated words of `mentions`
 //   shapes         every output has its signature shape on `cases` (default all)
 //   numerics       outputs match the reference on `cases`, in the case's dtype
 //   gradients      gradients of every floating input and parameter on `cases`
@@ -123,6 +125,7 @@ class Kit : public Suite {
   CheckResult run_kind(const CheckSpec& spec) const;
   CheckResult parameters(const CheckSpec& spec) const;
   CheckResult rejects(const CheckSpec& spec) const;
+  CheckResult refuses(const CheckSpec& spec) const;
   CheckResult shapes(const CheckSpec& spec) const;
   CheckResult numerics(const CheckSpec& spec) const;
   CheckResult gradients(const CheckSpec& spec) const;
@@ -153,7 +156,8 @@ class Kit : public Suite {
   Reference reference_;
   std::vector<std::string> replayable_;
   std::optional<AttentionProbe> probe_;
-  std::vector<CaseSpec> cases_;                     // exercise.yaml's cases this LibTorch can run
+  std::vector<CaseSpec> cases_;     // exercise.yaml's cases this LibTorch can run (results expected)
+  std::vector<CaseSpec> refusals_;  // its cases with expect: error (planned, never given to the reference)
   std::map<std::string, std::string> unsupported_;  // the others, by id: why not
   std::map<std::string, CheckFn> custom_;
   std::vector<std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)>> extra_;

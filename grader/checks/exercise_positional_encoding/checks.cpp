@@ -1,0 +1,267 @@
+// Parent side of exercise_positional_encoding: the reference with its
+// replayable mistakes, and three checks of the module's own: the table
+// measured channel by channel on a zero input, the registered buffer, and an
+// odd d_model. Everything else is exercise.yaml and the kit.
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "checks/kit/kit.h"
+#include "errors.h"
+#include "report.h"
+#include "sinusoidal_encoding.h"
+
+namespace grader {
+namespace {
+
+using reference::PositionalEncodingVariant;
+using Bend = std::function<void(PositionalEncodingVariant&)>;
+
+const std::map<std::string, Bend>& bends() {
+  static const std::map<std::string, Bend> table = {
+      {"sin_cos_swapped", [](auto& v) { v.sin_cos_swapped = true; }},
+      {"halves", [](auto& v) { v.halves = true; }},
+      {"exponent_without_2", [](auto& v) { v.exponent_without_2 = true; }},
+      {"log10_base", [](auto& v) { v.log10_base = true; }},
+      {"positions_from_one", [](auto& v) { v.first_position = 1; }},
+      {"input_scaled", [](auto& v) { v.input_scaled = true; }},
+  };
+  return table;
+}
+
+kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
+  PositionalEncodingVariant variant;
+  for (const auto& mistake : mistakes) bends().at(mistake)(variant);
+  return {{"output", reference::add_positional_encoding(data.inputs.at("x"), variant)}};
+}
+
+// The probe: a zero input, so the output is the table itself.
+constexpr int64_t kN = 64, kD = 16;
+const char* const kProbe = "encoding_probe";
+
+void add_probe(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& generator) {
+  CaseSpec spec{kProbe, {{"B", 2}, {"N", kN}, {"D", kD}, {"L", 128}}, {}};
+  auto record = kit.make_case(spec, generator, 700001);
+  record.tensors["input.x"] = at::zeros({2, kN, kD}, at::kDouble);
+  record.strings["describe"] += ", x = 0 (the output is the table)";
+  cases.push_back(std::move(record));
+}
+
+double frequency(int64_t pair, bool without_2 = false, bool log10 = false) {
+  const double base = log10 ? std::log10(10000.0) : std::log(10000.0);
+  return std::exp(-base * static_cast<double>(without_2 ? pair : 2 * pair) / static_cast<double>(kD));
+}
+
+// Each channel of the table read as sin(pos * w + phase): at position 0 a
+// sine is 0 and a cosine 1; w from position 1 (all w <= 1 < pi / 2 here).
+CheckResult encoding_pattern(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at(kProbe);
+  if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto output = learner_tensor(run, "output", why);
+  if (!output) return results.skip(spec.id, "not assessed: " + why);
+  if (output->sizes() != at::IntArrayRef({2, kN, kD})) {
+    return results.skip(spec.id, "not assessed: the output has shape " + shape_string(output->sizes()) +
+                                     " on the probe (see the shape check)");
+  }
+  auto table = output->to(at::kDouble)[0];
+  std::vector<std::string> evidence = {"input: " + run.describe()};
+  auto fail = [&](const std::string& focus, const std::string& message) {
+    auto result = results.fail(spec.id, message, evidence);
+    result.focus_point = focus;
+    return result;
+  };
+  if (!at::isfinite(table).all().item<bool>()) return fail("channels", "the table has values that are not finite");
+  auto first = table[0];
+  std::string kinds;  // per channel: s (0 at position 0), c (1 at position 0), ? (neither)
+  for (int64_t c = 0; c < kD; ++c) {
+    const double v = first[c].item<double>();
+    kinds += std::abs(v) < 1e-6 ? 's' : std::abs(v - 1) < 1e-6 ? 'c' : '?';
+  }
+  evidence.push_back("channels at position 0 (s: 0, a sine; c: 1, a cosine): " + kinds);
+  if (kinds.find('?') != std::string::npos) {
+    // sin(w) and cos(w) of the first frequency at "position 0": the positions start at 1.
+    if (std::abs(first[0].item<double>() - std::sin(1.0)) < 1e-4 &&
+        std::abs(first[1].item<double>() - std::cos(1.0)) < 1e-4) {
+      return fail("positions",
+                  "the first token's encoding is that of position 1: positions must start at 0 "
+                  "(sin(0) = 0 on the even channels, cos(0) = 1 on the odd ones)");
+    }
+    return fail("channels",
+                "at position 0 every channel must be sin(0) = 0 or cos(0) = 1; some of yours are "
+                "neither: the table is not sines and cosines of pos * w");
+  }
+  std::string interleaved, swapped, halves;
+  for (int64_t c = 0; c < kD; ++c) {
+    interleaved += c % 2 == 0 ? 's' : 'c';
+    swapped += c % 2 == 0 ? 'c' : 's';
+    halves += c < kD / 2 ? 's' : 'c';
+  }
+  if (kinds == swapped) {
+    return fail("channels",
+                "the even channels hold cosines and the odd ones sines: swap them (channel 2i is "
+                "sin(pos * w_i), channel 2i + 1 is cos(pos * w_i))");
+  }
+  if (kinds == halves) {
+    return fail("channels",
+                "sines fill the first half of the channels and cosines the second: interleave them "
+                "(channel 2i sin, channel 2i + 1 cos of the same angle)");
+  }
+  if (kinds != interleaved) return fail("channels", "sines must be on the even channels and cosines on the odd ones");
+  // Frequencies per pair, from position 1: w = asin(PE[1][2i]) (the cosine must agree).
+  std::vector<double> measured;
+  for (int64_t i = 0; i < kD / 2; ++i) {
+    const double s = table[1][2 * i].item<double>(), c = table[1][2 * i + 1].item<double>();
+    const double w = std::atan2(s, c);
+    measured.push_back(w);
+    auto want = at::arange(kN, at::kDouble) * w;
+    const bool fits = at::allclose(table.select(1, 2 * i), want.sin(), 0, 1e-4) &&
+                      at::allclose(table.select(1, 2 * i + 1), want.cos(), 0, 1e-4);
+    if (!fits) {
+      evidence.push_back(
+          fmt::format("channels {} and {} are not sin and cos of pos * {:.6g} at every position", 2 * i, 2 * i + 1, w));
+      return fail("frequencies",
+                  "each channel pair must be sin(pos * w_i) and cos(pos * w_i) with one frequency w_i per pair");
+    }
+  }
+  auto matches = [&](bool without_2, bool log10) {
+    for (int64_t i = 0; i < kD / 2; ++i) {
+      if (std::abs(measured[i] - frequency(i, without_2, log10)) > 1e-4 * frequency(i, without_2, log10)) return false;
+    }
+    return true;
+  };
+  evidence.push_back(fmt::format("measured frequencies w_0..w_{}: {:.4g}", kD / 2 - 1, fmt::join(measured, ", ")));
+  evidence.push_back(fmt::format("expected (10000^(-2i/{})): {:.4g}", kD, [] {
+    std::vector<double> want;
+    for (int64_t i = 0; i < kD / 2; ++i) want.push_back(frequency(i));
+    return fmt::join(want, ", ");
+  }()));
+  if (matches(false, false)) {
+    return results.pass(spec.id,
+                        "sines on the even channels, cosines on the odd ones, frequencies "
+                        "10000^(-2i/d_model), positions from 0");
+  }
+  if (matches(true, false)) {
+    return fail("frequencies",
+                "the frequencies are 10000^(-i/d_model): the exponent uses the pair index i where "
+                "it needs 2i (or the channel index counted in steps of 2)");
+  }
+  if (matches(false, true)) {
+    return fail("frequencies",
+                "the frequencies are exp(-log10(10000) * 2i/d_model): use the natural log, "
+                "exp(-ln(10000) * 2i/d_model) = 10000^(-2i/d_model)");
+  }
+  // The base the learner's geometric progression implies, if it is one.
+  const double ratio = measured.size() > 1 && measured[1] > 0 ? measured[1] / measured[0] : 0;
+  const double base = ratio > 0 ? std::pow(ratio, -static_cast<double>(kD) / 2) : 0;
+  return fail("frequencies", fmt::format("the frequencies are not 10000^(-2i/d_model){}",
+                                         base > 0 ? fmt::format(" (they fall like {:.4g}^(-2i/d_model))", base) : ""));
+}
+
+// "name dtype requires_grad size..." lines of the driver.
+struct Buffer {
+  std::string name, dtype;
+  bool requires_grad = false;
+  std::vector<int64_t> sizes;
+};
+
+std::vector<Buffer> buffers_of(const CaseRun& run) {
+  std::vector<Buffer> out;
+  std::istringstream lines(run.response.string_or("buffers", ""));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    Buffer buffer;
+    int grad = 0;
+    fields >> buffer.name >> buffer.dtype >> grad;
+    buffer.requires_grad = grad != 0;
+    for (int64_t size; fields >> size;) buffer.sizes.push_back(size);
+    out.push_back(buffer);
+  }
+  return out;
+}
+
+CheckResult registered_buffer(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at("shape_0");
+  if (!run.response.ints.count("constructed")) return kit.explain(spec.id, "shape_0");
+  const auto d = run.request.integer("dim.D"), l = run.request.integer("dim.L");
+  std::vector<std::string> evidence = {"constructed with d_model=" + std::to_string(d) +
+                                       ", max_len=" + std::to_string(l)};
+  auto parameters = run.response.string_or("parameters", "");
+  if (!parameters.empty()) {
+    evidence.push_back("parameters: " + first_line(parameters) +
+                       (parameters.find('\n') + 1 < parameters.size() ? ", ..." : ""));
+    return results.fail(spec.id,
+                        "the module has parameters: the encoding is fixed, not learned; a parameter would be "
+                        "updated by the optimizer and tracked by autograd. Register the table with "
+                        "register_buffer(\"pe\", table)",
+                        evidence);
+  }
+  auto buffers = buffers_of(run);
+  if (buffers.empty()) {
+    return results.fail(spec.id,
+                        "no buffer is registered: a plain tensor member does not move with module->to() and is not "
+                        "saved with the module; register the table with register_buffer(\"pe\", table)",
+                        evidence);
+  }
+  auto found = std::find_if(buffers.begin(), buffers.end(), [](const Buffer& b) { return b.name == "pe"; });
+  if (found == buffers.end()) {
+    evidence.push_back("registered buffers: " + buffers.front().name + (buffers.size() > 1 ? ", ..." : ""));
+    return results.fail(spec.id, "register the table under the name the interface gives: \"pe\"", evidence);
+  }
+  const bool shape_ok = found->sizes == std::vector<int64_t>{l, d} || found->sizes == std::vector<int64_t>{1, l, d};
+  if (!shape_ok) {
+    evidence.push_back("pe has shape " + shape_string(found->sizes));
+    return results.fail(spec.id, fmt::format("pe must hold the whole table: ({0}, {1}) or (1, {0}, {1})", l, d),
+                        evidence);
+  }
+  if (found->requires_grad) {
+    return results.fail(spec.id, "pe requires a gradient: the table is a constant, create it without requires_grad",
+                        evidence);
+  }
+  return results.pass(spec.id, "pe is a registered buffer of shape " + shape_string(found->sizes) +
+                                   ": it moves with .to(), is saved with the module, and is never trained");
+}
+
+CheckResult odd_width(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at("odd");
+  if (!kit.input().at("shape_0").response.ints.count("constructed")) {
+    return results.skip(spec.id, "not assessed: your constructor throws for an even d_model too");
+  }
+  if (run.threw()) {
+    auto message = first_line(run.error());
+    auto lower = message;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool clear = lower.find("d_model") != std::string::npos || lower.find("odd") != std::string::npos ||
+                       lower.find("even") != std::string::npos;
+    if (clear) return results.pass(spec.id, "an odd d_model is refused with: " + message);
+    return results.fail(spec.id,
+                        "an odd d_model fails with an error from inside your code: handle it (there is one more "
+                        "sine channel than cosine channels) or refuse it in the constructor with a message naming "
+                        "d_model",
+                        {"input: " + run.describe(), "your error: " + message});
+  }
+  if (kit.status("odd") == kit::CaseStatus::matches) {
+    return results.pass(spec.id, "an odd d_model works: the last channel is a sine");
+  }
+  return kit.explain(spec.id, "odd");
+}
+
+}  // namespace
+
+std::unique_ptr<Suite> make_suite_exercise_positional_encoding(const Exercise& exercise) {
+  auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
+  suite->extra_cases(add_probe);
+  suite->custom("encoding_pattern", encoding_pattern);
+  suite->custom("registered_buffer", registered_buffer);
+  suite->custom("odd_width", odd_width);
+  return suite;
+}
+
+}  // namespace grader
