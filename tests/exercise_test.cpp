@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -35,6 +36,31 @@ TEST(Exercises, EveryFocusPointHasHintsAndAPlaceInTheOrder) {
   }
 }
 
+// README.md's exercise table lists every exercise, in the learning order
+// `grade list` shows, with the learner file the exercise declares.
+TEST(Exercises, ReadmeTableMatchesTheLearningOrder) {
+  std::vector<std::pair<int, std::string>> ordered;
+  for (const auto& id : list_exercises(project_root() / "exercises")) {
+    ordered.emplace_back(load_exercise(project_root() / "exercises" / id).order, id);
+  }
+  std::sort(ordered.begin(), ordered.end());
+  std::ifstream readme(project_root() / "README.md");
+  ASSERT_TRUE(readme) << "README.md not found";
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.rfind("| `exercise_", 0) == 0) rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), ordered.size()) << "README's exercise table and exercises/ differ in length";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& id = ordered[i].second;
+    EXPECT_EQ(rows[i].rfind("| `" + id + "` |", 0), 0u) << "row " << i + 1 << " of README's table should be " << id
+                                                        << " (learning order), is: " << rows[i].substr(0, 60);
+    auto exercise = load_exercise(project_root() / "exercises" / id);
+    EXPECT_NE(rows[i].find("exercises/" + id + "/" + exercise.learner_files.front()), std::string::npos)
+        << id << ": README's row does not name its learner file";
+  }
+}
+
 // `grade reset` restores exercises/<id>/.starter/<file>. In this repository
 // the learner files are the starters, so the two must be the same bytes: a
 // starter changed in one place only would come back old after a reset.
@@ -48,8 +74,8 @@ TEST(Exercises, ResetRestoresTheCurrentStarter) {
     for (const auto& name : exercise.learner_files) {
       auto pristine = exercise.dir / ".starter" / name;
       ASSERT_TRUE(fs::exists(pristine)) << pristine << " is missing";
-      EXPECT_EQ(read(exercise.dir / name), read(pristine)) << id << ": " << name << " and .starter/" << name
-                                                           << " differ; update both";
+      EXPECT_EQ(read(exercise.dir / name), read(pristine))
+          << id << ": " << name << " and .starter/" << name << " differ; update both";
     }
   }
 }

@@ -3,10 +3,12 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/nn/functional/activation.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/version.h>
 
 #include <cmath>
 
+#include "ffn_reference.h"
 #include "multi_head_attention.h"
 #include "sinusoidal_encoding.h"
 
@@ -106,6 +108,26 @@ TEST_F(Reference, PositionalEncodingFollowsThePaper) {
     bend(variant);
     EXPECT_FALSE(at::allclose(reference::sinusoidal_table(30, 6), reference::sinusoidal_table(30, 6, variant)));
   }
+}
+
+// The FFN against LibTorch's own Linear and GELU (exact and tanh forms).
+TEST_F(Reference, FeedForwardMatchesLibTorch) {
+  torch::nn::Linear linear1(8, 32), linear2(32, 8);
+  linear1->to(at::kDouble);
+  linear2->to(at::kDouble);
+  std::map<std::string, at::Tensor> parameters = {{"linear1.weight", linear1->weight},
+                                                  {"linear1.bias", linear1->bias},
+                                                  {"linear2.weight", linear2->weight},
+                                                  {"linear2.bias", linear2->bias}};
+  auto x = at::randn({2, 5, 8}, at::kDouble);
+  at::NoGradGuard no_grad;
+  expect_close(linear2(at::gelu(linear1(x))), reference::feed_forward(x, parameters));
+  reference::FeedForwardVariant tanh_form;
+  tanh_form.activation = reference::Activation::gelu_tanh;
+  expect_close(linear2(at::gelu(linear1(x), "tanh")), reference::feed_forward(x, parameters, tanh_form));
+  reference::FeedForwardVariant relu;
+  relu.activation = reference::Activation::relu;
+  expect_close(linear2(at::relu(linear1(x))), reference::feed_forward(x, parameters, relu));
 }
 
 TEST_F(Reference, SdpaIsStableForLargeLogits) {

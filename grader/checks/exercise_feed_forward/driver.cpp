@@ -1,0 +1,14 @@
+// Child side of exercise_feed_forward: the kit's module driver, told how to
+// build the learner's module and how to call its forward.
+#include "feed_forward.h"
+#include "runner/module_driver.h"
+
+extern "C" void grader_run_case(const grader::wire::Record& request, grader::wire::Record& response) {
+  grader::driver::run_module_case(
+      request, response,
+      [&] {
+        return PositionwiseFeedForward(request.integer("ctor.d_model"), request.integer("ctor.d_ff"),
+                                       request.real("ctor.dropout"));
+      },
+      [](PositionwiseFeedForward& module, const grader::driver::Inputs& in) { return module->forward(in("x")); });
+}

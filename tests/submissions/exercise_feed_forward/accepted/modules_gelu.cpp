@@ -1,0 +1,14 @@
+// Accepted: the textbook form, each step its own line.
+#include "feed_forward.h"
+
+PositionwiseFeedForwardImpl::PositionwiseFeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout) {
+  linear1 = register_module("linear1", torch::nn::Linear(d_model, d_ff));
+  linear2 = register_module("linear2", torch::nn::Linear(d_ff, d_model));
+  this->dropout = register_module("dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor PositionwiseFeedForwardImpl::forward(const torch::Tensor& x) {
+  auto h = torch::gelu(linear1(x));
+  h = dropout(h);
+  return linear2(h);
+}

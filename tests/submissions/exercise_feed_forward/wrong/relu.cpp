@@ -1,0 +1,12 @@
+// Wrong: ReLU, the 2017 paper's activation, where the statement asks for GELU.
+#include "feed_forward.h"
+
+PositionwiseFeedForwardImpl::PositionwiseFeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout) {
+  linear1 = register_module("linear1", torch::nn::Linear(d_model, d_ff));
+  linear2 = register_module("linear2", torch::nn::Linear(d_ff, d_model));
+  this->dropout = register_module("dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor PositionwiseFeedForwardImpl::forward(const torch::Tensor& x) {
+  return linear2(dropout(torch::relu(linear1(x))));
+}
