@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/transformerlayer.h>
 #include <torch/version.h>
 
 #include <cmath>
 
+#include "encoder_block_reference.h"
 #include "ffn_reference.h"
 #include "multi_head_attention.h"
 #include "sinusoidal_encoding.h"
@@ -128,6 +130,32 @@ TEST_F(Reference, FeedForwardMatchesLibTorch) {
   reference::FeedForwardVariant relu;
   relu.activation = reference::Activation::relu;
   expect_close(linear2(at::relu(linear1(x))), reference::feed_forward(x, parameters, relu));
+}
+
+// The encoder block against LibTorch's TransformerEncoderLayer (post-LN, GELU,
+// eval mode), with and without a padding mask; pre-LN differs from it.
+TEST_F(Reference, EncoderBlockMatchesTransformerEncoderLayer) {
+  const int64_t b = 2, n = 5, d = 8, h = 2, f = 16;
+  torch::nn::TransformerEncoderLayer layer(
+      torch::nn::TransformerEncoderLayerOptions(d, h).dim_feedforward(f).dropout(0.1).activation(torch::kGELU));
+  layer->to(at::kDouble);
+  layer->eval();
+  std::map<std::string, at::Tensor> parameters;
+  for (const auto& item : layer->named_parameters()) parameters[item.key()] = item.value().detach();
+  auto x = at::randn({b, n, d}, at::kDouble);
+  auto keep = at::ones({b, n}, at::kBool);
+  keep[1][3] = false;
+  keep[1][4] = false;
+  at::NoGradGuard no_grad;
+  for (bool masked : {false, true}) {
+    auto want = layer->forward(x.transpose(0, 1), {}, masked ? keep.logical_not() : at::Tensor()).transpose(0, 1);
+    auto got = reference::encoder_block(x, masked ? keep.view({b, 1, 1, n}) : at::Tensor(), parameters, h);
+    expect_close(want, got);
+  }
+  reference::EncoderBlockVariant pre_ln;
+  pre_ln.pre_ln = true;
+  EXPECT_FALSE(at::allclose(reference::encoder_block(x, {}, parameters, h),
+                            reference::encoder_block(x, {}, parameters, h, pre_ln)));
 }
 
 TEST_F(Reference, SdpaIsStableForLargeLogits) {

@@ -1,0 +1,181 @@
+// Parent side of exercise_encoder_block: the reference with its replayable
+// mistakes (pre-LN is one of them, so that it is named as such), and the two
+// dropout checks no kit kind covers. Everything else is exercise.yaml and the kit.
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "checks/kit/kit.h"
+#include "encoder_block_reference.h"
+#include "errors.h"
+
+namespace grader {
+namespace {
+
+using reference::EncoderBlockVariant;
+using Bend = std::function<void(EncoderBlockVariant&)>;
+
+const std::map<std::string, Bend>& bends() {
+  static const std::map<std::string, Bend> table = {
+      {"pre_ln", [](auto& v) { v.pre_ln = true; }},
+      {"no_attention_residual", [](auto& v) { v.attention_residual = false; }},
+      {"no_ffn_residual", [](auto& v) { v.ffn_residual = false; }},
+      {"layernorm_eps_1e12", [](auto& v) { v.eps = 1e-12; }},
+      {"relu", [](auto& v) { v.activation = reference::Activation::relu; }},
+      {"mask_ignored", [](auto& v) { v.mask_stage = reference::MaskStage::ignored; }},
+      {"mask_inverted", [](auto& v) { v.mask_stage = reference::MaskStage::inverted; }},
+  };
+  return table;
+}
+
+kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
+  if (data.train) return {};  // dropout is random: the dropout checks below read it instead
+  EncoderBlockVariant variant;
+  for (const auto& mistake : mistakes) bends().at(mistake)(variant);
+  auto mask = data.inputs.count("mask") ? data.inputs.at("mask") : at::Tensor();
+  return {{"output", reference::encoder_block(data.inputs.at("x"), mask, data.params, data.dims.at("H"), variant)}};
+}
+
+// Two training-mode runs of shape_0's input (dropout 0.5), beside its eval run.
+const char* const kTrainA = "shape_0~train_a";
+const char* const kTrainB = "shape_0~train_b";
+
+void add_training_runs(kit::Kit&, std::vector<wire::Record>& cases, at::Generator&) {
+  auto found = std::find_if(cases.begin(), cases.end(), [](const auto& r) { return r.string("case") == "shape_0"; });
+  if (found == cases.end()) throw ConfigError("exercise_encoder_block needs the case shape_0");
+  auto a = *found;
+  a.tensors.erase("grad_output");
+  a.ints["train"] = 1;
+  a.reals["ctor.dropout"] = 0.5;
+  a.ints.erase("ctor.dropout");
+  a.strings["case"] = kTrainA;
+  a.strings["describe"] += ", dropout 0.5, training mode";
+  auto b = a;
+  b.strings["case"] = kTrainB;
+  b.strings["describe"] += " (run again)";
+  b.ints["seed"] += 1;
+  cases.push_back(a);
+  cases.push_back(b);
+}
+
+// A twin of shape_0 whose last LayerNorm has weight 1 and bias 0: each token
+// of the output must then have mean 0 and (biased) variance 1 over d_model.
+const char* const kUnitNorm = "shape_0~unit_norm2";
+
+void add_unit_norm(kit::Kit&, std::vector<wire::Record>& cases, at::Generator&) {
+  auto found = std::find_if(cases.begin(), cases.end(), [](const auto& r) { return r.string("case") == "shape_0"; });
+  if (found == cases.end()) throw ConfigError("exercise_encoder_block needs the case shape_0");
+  auto twin = *found;
+  twin.tensors.erase("grad_output");
+  twin.strings["case"] = kUnitNorm;
+  twin.strings["describe"] += ", norm2 with weight 1 and bias 0";
+  twin.tensors["param.norm2.weight"] = at::ones_like(twin.tensor("param.norm2.weight"));
+  twin.tensors["param.norm2.bias"] = at::zeros_like(twin.tensor("param.norm2.bias"));
+  cases.push_back(std::move(twin));
+}
+
+CheckResult layernorm_measured(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at(kUnitNorm);
+  if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto output = learner_tensor(run, "output", why);
+  if (!output) return results.skip(spec.id, "not assessed: " + why);
+  if (output->dim() != 3)
+    return results.skip(spec.id, "not assessed: the output has shape " + shape_string(output->sizes()));
+  auto y = output->to(at::kDouble);
+  const double d = static_cast<double>(y.size(-1));
+  auto mean = y.mean(-1), variance = y.var(-1, /*unbiased=*/false);
+  std::vector<std::string> evidence = {
+      "input: " + run.describe(),
+      fmt::format("per token over d_model: |mean| up to {:.3g}, variance from {:.6g} to {:.6g}",
+                  mean.abs().max().item<double>(), variance.min().item<double>(), variance.max().item<double>())};
+  if (mean.abs().max().item<double>() > 1e-6) {
+    return results.fail(spec.id,
+                        "the block's output is not layer-normalised over d_model: with norm2's weight 1 and bias 0 "
+                        "each token's features must have mean 0; the post-LN block ends with norm2 applied to the "
+                        "residual sum (a pre-LN block ends without it)",
+                        evidence);
+  }
+  auto near = [&](double want) { return (variance - want).abs().max().item<double>() < 1e-3; };
+  if (near(1.0)) return results.pass(spec.id, "the output is normalised over d_model: mean 0, variance 1 per token");
+  if (near((d - 1) / d)) {
+    return results.fail(spec.id,
+                        fmt::format("the variance per token is (d_model - 1)/d_model = {:.4g}, not 1: your LayerNorm "
+                                    "divides by d_model - 1 (the unbiased variance); LayerNorm uses the biased one "
+                                    "(var(-1, unbiased=false)), or use the registered LayerNorm modules",
+                                    (d - 1) / d),
+                        evidence);
+  }
+  return results.fail(spec.id,
+                      "each token's features have mean 0 but not variance 1: normalise by the standard deviation over "
+                      "d_model (with epsilon 1e-5 inside the square root)",
+                      evidence);
+}
+
+CheckResult registered_dropouts(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& run = kit.input().at(kTrainA);
+  if (!run.response.ints.count("constructed")) return kit.results().threw(spec.id, run);
+  std::vector<std::string> wrong;
+  for (const char* name : {"dropout", "dropout1", "dropout2"}) {
+    auto p = kit::registered_dropout(run, name);
+    if (!p) {
+      wrong.push_back(std::string("no Dropout registered as '") + name + "'");
+    } else if (std::abs(*p - 0.5) > 1e-12) {
+      wrong.push_back(fmt::format("'{}' has p = {}", name, *p));
+    }
+  }
+  if (wrong.empty()) return kit.results().pass(spec.id, "dropout, dropout1 and dropout2 use the constructor's p");
+  wrong.insert(wrong.begin(), "constructed with dropout = 0.5");
+  return kit.results().fail(spec.id, "the block's three Dropout modules must be registered with the constructor's p",
+                            wrong);
+}
+
+CheckResult training_dropout(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& a = kit.input().at(kTrainA);
+  const auto& b = kit.input().at(kTrainB);
+  const auto& eval = kit.input().at("shape_0");
+  for (const auto* run : {&a, &b, &eval}) {
+    if (auto why = kit.not_runnable(*run)) return results.skip(spec.id, "not assessed: " + *why);
+  }
+  std::string why;
+  auto first = learner_tensor(a, "output", why), second = learner_tensor(b, "output", why);
+  auto plain = learner_tensor(eval, "output", why);
+  if (!first || !second || !plain) return results.skip(spec.id, "not assessed: " + why);
+  if (first->sizes() != plain->sizes() || second->sizes() != plain->sizes()) {
+    return results.skip(spec.id, "not assessed: the output has shape " + shape_string(first->sizes()));
+  }
+  // Training differs from eval by far more than rounding when anything is dropped.
+  auto moved = [](const at::Tensor& x, const at::Tensor& y) {
+    return (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>();
+  };
+  std::vector<std::string> evidence = {"input: " + a.describe()};
+  if (moved(*first, *plain) < 1e-9 || moved(*first, *second) < 1e-9) {
+    evidence.push_back(fmt::format("training vs eval: max difference {:.3g}; two training runs: {:.3g}",
+                                   moved(*first, *plain), moved(*first, *second)));
+    return results.fail(spec.id,
+                        "in training mode no dropout acts: call the registered dropout modules in forward (they are "
+                        "the identity in eval mode, and only there)",
+                        evidence);
+  }
+  return results.pass(spec.id, "dropout acts in training mode: two runs differ, and differ from eval mode");
+}
+
+}  // namespace
+
+std::unique_ptr<Suite> make_suite_exercise_encoder_block(const Exercise& exercise) {
+  auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
+  suite->extra_cases(add_training_runs);
+  suite->extra_cases(add_unit_norm);
+  suite->custom("layernorm_measured", layernorm_measured);
+  suite->custom("registered_dropouts", registered_dropouts);
+  suite->custom("training_dropout", training_dropout);
+  return suite;
+}
+
+}  // namespace grader

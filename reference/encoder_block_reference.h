@@ -1,0 +1,38 @@
+// The grader's trusted post-LayerNorm transformer encoder block, in eval mode
+// (every dropout is the identity there):
+//
+//   x = norm1(x + self_attn(x, x, x, mask))
+//   x = norm2(x + linear2(GELU(linear1(x))))
+//
+// Parameters by the names torch::nn::TransformerEncoderLayer (and the
+// learner's module) registers: self_attn.in_proj_weight (3D, D),
+// self_attn.in_proj_bias, self_attn.out_proj.{weight,bias}, linear1.*,
+// linear2.*, norm1.*, norm2.*. mask: undefined or broadcastable to
+// (B, H, N, N), 0 meaning "do not attend". Tested in tests/reference_test.cpp
+// against TransformerEncoderLayer. The variant defaults to the correct block;
+// the grader bends one field at a time to replay a known learner mistake.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+
+#include "attention.h"
+#include "ffn_reference.h"
+
+namespace reference {
+
+struct EncoderBlockVariant {
+  bool pre_ln = false;  // x + sublayer(norm(x)) for both sub-layers, no norm after
+  bool attention_residual = true;
+  bool ffn_residual = true;
+  double eps = 1e-5;  // LayerNorm's epsilon
+  Activation activation = Activation::gelu;
+  MaskStage mask_stage = MaskStage::before_softmax;
+};
+
+at::Tensor encoder_block(const at::Tensor& x, const at::Tensor& mask, const std::map<std::string, at::Tensor>& p,
+                         int64_t num_heads, const EncoderBlockVariant& variant = {});
+
+}  // namespace reference
