@@ -125,6 +125,12 @@ CheckResult causal_pattern(const kit::Kit& kit, const CheckSpec& spec) {
       if (rows[i].item<bool>()) which.push_back(i);
     }
     evidence.push_back(fmt::format("NaN weights in the rows of queries {}", fmt::join(which, ", ")));
+    if (count(nan) == w.numel()) {
+      return fail("causal_mask",
+                  "every weight is NaN, visible keys included: the scores become NaN before the softmax, which "
+                  "happens when a bias is built by multiplying a 0/1 matrix by -inf (0 * -inf is NaN); build it "
+                  "with masked_fill, or full(-inf).triu(1), so that visible scores stay untouched");
+    }
     if (rows[0].item<bool>() && count(nonzero & diagonal) == 0) {
       return fail("diagonal",
                   "the first token's weights are NaN and no token gives weight to itself: your mask hides the "
@@ -312,6 +318,44 @@ CheckResult gradients_of_earlier_outputs(const kit::Kit& kit, const CheckSpec& s
                       evidence);
 }
 
+// On long inputs (and narrow dtypes) the weights of later keys must be exactly
+// 0: a tolerance would hide one leaking key among hundreds.
+CheckResult future_weights_zero(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  for (const auto& id : spec.cases) {
+    const auto& run = kit.input().at(id);
+    if (kit.not_runnable(run)) return kit.explain(spec.id, id);
+    std::string why;
+    auto weights = learner_tensor(run, "weights", why);
+    if (!weights) return results.fail(spec.id, why);
+    const auto n = run.request.tensor("input.query").size(-2);
+    if (weights->dim() != 4 || weights->size(-1) != n || weights->size(-2) != n) {
+      return results.skip(spec.id, "not assessed: the weights have shape " + shape_string(weights->sizes()));
+    }
+    auto later = at::ones({n, n}, at::kBool).triu(1).expand_as(*weights);
+    auto w = weights->to(at::kDouble);
+    auto leaking = (w != 0) & ~at::isnan(w) & later;  // NaN: the other checks say why
+    const auto count = leaking.sum().item<int64_t>();
+    if (count > 0) {
+      auto first = leaking.nonzero()[0];
+      const auto query = first[-2].item<int64_t>(), key = first[-1].item<int64_t>();
+      std::string message =
+          "on a long input some later keys get weight: the causal mask is not exact at every position";
+      const auto dtype = run.request.string_or("dtype", "float64");
+      if (query >= 256 && (dtype == "bfloat16" || dtype == "float16")) {
+        message += "; the first leak is past position 256, where " + dtype +
+                   " no longer holds every integer: build positions and masks as integers (kLong) or booleans, "
+                   "not in the inputs' floating dtype";
+      }
+      return results.fail(
+          spec.id, message,
+          {"input: " + run.describe(),
+           fmt::format("{} weights above the diagonal are not 0; the first: query {}, key {}", count, query, key)});
+    }
+  }
+  return results.pass(spec.id, "every weight above the diagonal is exactly 0, at every position");
+}
+
 }  // namespace
 
 std::unique_ptr<Suite> make_suite_exercise_causal_attention(const Exercise& exercise) {
@@ -319,6 +363,7 @@ std::unique_ptr<Suite> make_suite_exercise_causal_attention(const Exercise& exer
   suite->probe(probe());
   suite->extra_cases(add_causality_cases);
   suite->custom("causal_pattern", causal_pattern);
+  suite->custom("future_weights_zero", future_weights_zero);
   suite->custom("later_tokens_changed", later_tokens_changed);
   suite->custom("gradients_of_earlier_outputs", gradients_of_earlier_outputs);
   return suite;

@@ -47,7 +47,8 @@ constexpr int64_t kWidth = 64;
 const char* const kActivationProbe = "activation_probe";
 const char* const kDropoutProbe = "dropout_probe";
 const char* const kDropoutProbeEval = "dropout_probe_eval";
-constexpr double kP = 0.3, kLinear2Bias = 0.5, kHidden = 1.0;
+// p = 0.37: a probability nobody hard-codes.
+constexpr double kP = 0.37, kLinear2Bias = 0.5, kHidden = 1.0;
 
 wire::Record probe_case(kit::Kit& kit, at::Generator& generator, const std::string& id, int64_t batch,
                         int64_t dropout_pct, const at::Tensor& hidden_bias, double output_bias) {
@@ -69,15 +70,16 @@ void add_probes(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& 
   activation.strings["describe"] += ", hidden pre-activations -4..4 read one per output channel";
   cases.push_back(activation);
   auto train =
-      probe_case(kit, generator, kDropoutProbe, 16, 30, at::full({kWidth}, kHidden, at::kDouble), kLinear2Bias);
+      probe_case(kit, generator, kDropoutProbe, 16, 37, at::full({kWidth}, kHidden, at::kDouble), kLinear2Bias);
   train.ints["train"] = 1;
   train.strings["describe"] = fmt::format(
-      "B=16 N=8 d_model=d_ff={} dropout 0.3, training mode, every hidden "
+      "B=16 N=8 d_model=d_ff={} dropout 0.37, training mode, every hidden "
       "pre-activation {} and linear2 the identity plus {}",
       kWidth, kHidden, kLinear2Bias);
   auto eval = train;
   eval.strings["case"] = kDropoutProbeEval;
   eval.ints["train"] = 0;
+  eval.ints["seed"] += 1;  // its own random stream: a dropout left on in eval mode draws another mask
   eval.strings["describe"] = train.strings["describe"] + " (the same in eval mode)";
   cases.push_back(train);
   cases.push_back(eval);
@@ -130,7 +132,8 @@ CheckResult dropout_probability(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& run = kit.input().at(kDropoutProbe);
   if (!run.response.ints.count("constructed")) return kit.results().threw(spec.id, run);
   auto p = kit::registered_dropout(run, "dropout");
-  if (!p) return kit.results().fail(spec.id, "no Dropout is registered as 'dropout'", {"constructed with dropout=0.3"});
+  if (!p)
+    return kit.results().fail(spec.id, "no Dropout is registered as 'dropout'", {"constructed with dropout=0.37"});
   if (std::abs(*p - kP) > 1e-12) {
     return kit.results().fail(spec.id, "the registered dropout does not use the constructor's probability",
                               {fmt::format("constructed with dropout={}, the registered Dropout has p={}", kP, *p)});
@@ -155,6 +158,17 @@ CheckResult dropout_placement(const kit::Kit& kit, const CheckSpec& spec) {
     return results.skip(spec.id, "not assessed: unexpected output shape " + shape_string(trained->sizes()));
   }
   auto o = trained->to(at::kDouble), e = evaluated->to(at::kDouble);
+  // In eval mode every output channel is the same at every position (the hidden
+  // pre-activations are constant): anything else is dropout left on.
+  auto spread = (e - e.select(0, 0).select(0, 0)).abs().max().item<double>();
+  if (spread > 1e-9) {
+    return results.fail(
+        spec.id,
+        "in eval mode your outputs are still random: dropout must be off outside training (call "
+        "the registered Dropout module, which module->eval() switches off, or pass is_training())",
+        {"input: " + eval.describe(),
+         fmt::format("outputs that should all equal their channel's value differ by up to {:.3g}", spread)});
+  }
   auto a = e - kLinear2Bias;  // the learner's activation of the hidden value, per element
   auto near = [](const at::Tensor& x, const at::Tensor& y) { return (x - y).abs() < 1e-9; };
   auto fraction = [](const at::Tensor& mask) { return mask.to(at::kDouble).mean().item<double>(); };
@@ -234,6 +248,13 @@ CheckResult positions_permuted(const kit::Kit& kit, const CheckSpec& spec) {
   std::string why;
   auto before = learner_tensor(base, "output", why), after = learner_tensor(twin, "output", why);
   if (!before || !after) return results.skip(spec.id, "not assessed: " + why);
+  const auto& again = kit.input().at(kit::repeat_case(id));
+  auto repeat = kit.not_runnable(again) ? std::nullopt : learner_tensor(again, "output", why);
+  if (!repeat || !compare(*before, *repeat, kit.exercise().tolerance("float64")).ok) {
+    return results.skip(spec.id,
+                        "not assessed: your output changes between two eval-mode runs on the same input "
+                        "(see the eval-mode check), so positions cannot be compared");
+  }
   if (before->dim() != 3 || before->sizes() != after->sizes()) {
     return results.skip(spec.id, "not assessed: the output has shape " + shape_string(before->sizes()));
   }

@@ -105,7 +105,15 @@ bool feature_holds(const std::string& when, const CaseSpec& spec) {
   };
   if (op == "==") return value(lhs) == value(rhs);
   if (op == "!=") return value(lhs) != value(rhs);
-  throw ConfigError("feature condition '" + when + "': use 'a == b' or 'a != b'");
+  if (op == "<" || op == ">") {
+    double a = 0, b = 0;
+    std::istringstream left(value(lhs)), right(value(rhs));
+    if (!(left >> a) || !(right >> b)) {
+      throw ConfigError("feature condition '" + when + "': < and > compare numbers (dimensions or literals)");
+    }
+    return op == "<" ? a < b : a > b;
+  }
+  throw ConfigError("feature condition '" + when + "': use 'a == b', 'a != b', 'a < b' or 'a > b'");
 }
 
 }  // namespace
@@ -1096,6 +1104,12 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
   };
   const auto learner_base = learner_of(base);
   if (learner_base.empty()) return results_.skip(spec.id, "not assessed: no usable output on " + base.describe());
+  for (const auto& [name, tensor] : learner_base) {
+    if (tensor.is_floating_point() && at::isnan(tensor).any().item<bool>()) {
+      return results_.skip(spec.id, "not assessed: your " + name + " has NaN values on " + base.describe() +
+                                        ", so what moves it cannot be measured (see the other checks)");
+    }
+  }
   if (auto again = moved(learner_base, learner_of(input_->at(repeat_case(id))), false); !again || *again > 0) {
     return results_.skip(spec.id,
                          "not assessed: your output changes between two runs on identical inputs "
@@ -1311,6 +1325,9 @@ CheckResult Kit::attention_axis(const CheckSpec& spec) const {
   auto weights = probe_->read(run, why);
   if (!weights) return results_.skip(spec.id, "not assessed: " + why);
   auto w = weights->to(at::kDouble);
+  if (at::isnan(w).any().item<bool>()) {
+    return results_.skip(spec.id, "not assessed: some of your attention weights are NaN (see the other checks)");
+  }
   auto ones = [](const at::Tensor& sums) { return (sums - 1).abs().max().item<double>() < 1e-6; };
   std::vector<std::string> evidence = {"input: " + run.describe()};
   auto rows = w.sum(-1);
