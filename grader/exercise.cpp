@@ -289,15 +289,17 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
 
   auto tolerances = root["tolerances"];
   if (!tolerances || !tolerances.IsMap()) read.fail("'tolerances' must map float32/float64 to {rtol, atol}");
-  // float32 and float64 always; a narrow dtype where a case runs in it (read with the cases).
-  const std::set<std::string> dtypes = {"float32", "float64"};
-  for (const auto& dtype : dtypes) {
+  // The entry for `dtype`, or `missing` as the error.
+  auto read_tolerance = [&](const std::string& dtype, const std::string& missing) {
     auto entry = tolerances[dtype];
-    if (!entry || !entry.IsMap()) read.fail("'tolerances' has no " + dtype + " entry");
+    if (!entry || !entry.IsMap()) read.fail(missing);
     Tolerance tolerance{read.number(entry, "rtol", -1), read.number(entry, "atol", -1)};
     if (tolerance.rtol < 0 || tolerance.atol < 0) read.fail("tolerance for " + dtype + " needs rtol and atol >= 0");
     exercise.tolerances[dtype] = tolerance;
-  }
+  };
+  // float32 and float64 always; a narrow dtype where a case runs in it (read with the cases).
+  for (const std::string dtype : {"float32", "float64"})
+    read_tolerance(dtype, "'tolerances' has no " + dtype + " entry");
   exercise.forbidden_operators = read.texts(root, "forbidden_operators", false);
   exercise.forbidden_symbols = read.texts(root, "forbidden_symbols", false);
 
@@ -367,13 +369,9 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
     if (dtype != "float32" && dtype != "float64" && dtype != "bfloat16" && dtype != "float16") {
       read.fail("case '" + spec.id + "': dtype '" + dtype + "' is not one of float64, float32, bfloat16, float16");
     }
-    if (exercise.tolerances.count(dtype)) continue;
-    auto entry = tolerances[dtype];
-    if (!entry || !entry.IsMap())
-      read.fail("case '" + spec.id + "' runs in " + dtype + ": 'tolerances' has no entry for it");
-    Tolerance tolerance{read.number(entry, "rtol", -1), read.number(entry, "atol", -1)};
-    if (tolerance.rtol < 0 || tolerance.atol < 0) read.fail("tolerance for " + dtype + " needs rtol and atol >= 0");
-    exercise.tolerances[dtype] = tolerance;
+    if (!exercise.tolerances.count(dtype)) {
+      read_tolerance(dtype, "case '" + spec.id + "' runs in " + dtype + ": 'tolerances' has no entry for it");
+    }
   }
   return exercise;
 }

@@ -196,10 +196,7 @@ void add_causality_cases(kit::Kit& kit, std::vector<wire::Record>& cases, at::Ge
   for (const auto& spec : kit.exercise().checks) {
     for (const auto& id : spec.cases) {
       if (spec.kind != "later_tokens_changed" && spec.kind != "gradients_of_earlier_outputs") continue;
-      auto found = std::find_if(cases.begin(), cases.end(), [&](const auto& r) { return r.string("case") == id; });
-      if (found == cases.end())
-        throw ConfigError("check '" + spec.id + "' names case '" + id + "', which is not planned");
-      auto twin = *found;
+      auto twin = kit::planned_case(cases, id, "check '" + spec.id + "'");
       const auto n = twin.tensor("input.query").size(-2), t = split_of(n);
       if (spec.kind == "later_tokens_changed") {
         twin.strings["case"] = later_case(id);

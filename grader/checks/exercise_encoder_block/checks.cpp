@@ -45,9 +45,7 @@ const char* const kTrainA = "shape_0~train_a";
 const char* const kTrainB = "shape_0~train_b";
 
 void add_training_runs(kit::Kit&, std::vector<wire::Record>& cases, at::Generator&) {
-  auto found = std::find_if(cases.begin(), cases.end(), [](const auto& r) { return r.string("case") == "shape_0"; });
-  if (found == cases.end()) throw ConfigError("exercise_encoder_block needs the case shape_0");
-  auto a = *found;
+  auto a = kit::planned_case(cases, "shape_0", "exercise_encoder_block");
   a.tensors.erase("grad_output");
   a.ints["train"] = 1;
   a.reals["ctor.dropout"] = 0.5;
@@ -67,9 +65,7 @@ void add_training_runs(kit::Kit&, std::vector<wire::Record>& cases, at::Generato
 const char* const kUnitNorm = "shape_0~unit_norm2";
 
 void add_unit_norm(kit::Kit&, std::vector<wire::Record>& cases, at::Generator&) {
-  auto found = std::find_if(cases.begin(), cases.end(), [](const auto& r) { return r.string("case") == "shape_0"; });
-  if (found == cases.end()) throw ConfigError("exercise_encoder_block needs the case shape_0");
-  auto twin = *found;
+  auto twin = kit::planned_case(cases, "shape_0", "exercise_encoder_block");
   twin.tensors.erase("grad_output");
   twin.strings["case"] = kUnitNorm;
   twin.strings["describe"] += ", norm2 with weight 1 and bias 0";

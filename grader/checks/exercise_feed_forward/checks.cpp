@@ -224,9 +224,7 @@ void add_permuted(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator
   for (const auto& spec : kit.exercise().checks) {
     if (spec.kind != "positions_permuted") continue;
     for (const auto& id : spec.cases) {
-      auto found = std::find_if(cases.begin(), cases.end(), [&](const auto& r) { return r.string("case") == id; });
-      if (found == cases.end()) throw ConfigError("check '" + spec.id + "' names case '" + id + "', not planned");
-      auto twin = *found;
+      auto twin = kit::planned_case(cases, id, "check '" + spec.id + "'");
       twin.strings["case"] = permuted_case(id);
       twin.strings["describe"] += ", positions in reverse order";
       twin.tensors.erase("grad_output");

@@ -236,10 +236,7 @@ CheckResult odd_width(const kit::Kit& kit, const CheckSpec& spec) {
   }
   if (run.threw()) {
     auto message = first_line(run.error());
-    auto lower = message;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    const bool clear = lower.find("d_model") != std::string::npos || lower.find("odd") != std::string::npos ||
-                       lower.find("even") != std::string::npos;
+    const bool clear = kit::mentions_any(message, {"d_model", "odd", "even"});
     if (clear) return results.pass(spec.id, "an odd d_model is refused with: " + message);
     return results.fail(spec.id,
                         "an odd d_model fails with an error from inside your code: handle it (there is one more "

@@ -215,6 +215,23 @@ Kit::Kit(const Exercise& exercise, Reference reference, std::vector<std::string>
   }
 }
 
+const wire::Record& planned_case(const std::vector<wire::Record>& cases, const std::string& id,
+                                 const std::string& who) {
+  auto found = std::find_if(cases.begin(), cases.end(), [&](const wire::Record& r) { return r.string("case") == id; });
+  if (found == cases.end()) throw ConfigError(who + " needs the case '" + id + "', which is not planned");
+  return *found;
+}
+
+bool mentions_any(const std::string& text, const std::vector<std::string>& words) {
+  auto lower = [](std::string value) {
+    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+    return value;
+  };
+  const auto haystack = lower(text);
+  return std::any_of(words.begin(), words.end(),
+                     [&](const std::string& word) { return haystack.find(lower(word)) != std::string::npos; });
+}
+
 std::string unsupported_dtype(const std::string& name) {
   const auto dtype = dtype_of(name);
   if (dtype == at::kDouble || dtype == at::kFloat) return "";
@@ -864,13 +881,7 @@ CheckResult Kit::refuses(const CheckSpec& spec) const {
     if (valid.threw() && first_line(valid.error()) == message) {
       return results_.skip(spec.id, "not assessed: your code throws the same error on valid inputs (" + message + ")");
     }
-    auto lower = message;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    const bool says_why =
-        words.empty() || std::any_of(words.begin(), words.end(), [&](std::string word) {
-          std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return std::tolower(c); });
-          return lower.find(word) != std::string::npos;
-        });
+    const bool says_why = words.empty() || mentions_any(message, words);
     if (!says_why) {
       return results_.fail(spec.id,
                            "refused, but the error does not say why: check the input yourself and say what is wrong "

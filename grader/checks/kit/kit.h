@@ -176,6 +176,13 @@ std::string moved_case(const std::string& id, const std::string& what);
 // The p of the Dropout the driver found registered at `path`, if any.
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
 
+// The planned case `id` among `cases` (for extra_cases that derive a twin
+// from it); throws ConfigError naming `who` when it is not planned.
+const wire::Record& planned_case(const std::vector<wire::Record>& cases, const std::string& id, const std::string& who);
+
+// Whether `text` contains one of `words`, ignoring case (an error message that says why).
+bool mentions_any(const std::string& text, const std::vector<std::string>& words);
+
 // Why this LibTorch cannot run attention in the dtype `name` (float16 on an
 // old CPU build, say); empty when it can.
 std::string unsupported_dtype(const std::string& name);
