@@ -135,8 +135,9 @@ std::vector<TensorSpec> tensor_specs(const Reader& read, const YAML::Node& node,
     auto shape = entry.second;
     if (shape.IsMap()) {
       if (shape["kind"]) spec.kind = read.text(shape, "kind");
-      if (spec.kind != "randn" && spec.kind != "attention_mask")
-        read.fail("'" + where + "." + spec.name + "': unknown kind '" + spec.kind + "' (randn, attention_mask)");
+      if (spec.kind != "randn" && spec.kind != "attention_mask" && spec.kind != "tokens")
+        read.fail("'" + where + "." + spec.name + "': unknown kind '" + spec.kind + "' (randn, attention_mask, tokens)");
+      if (spec.kind == "tokens") spec.below = read.text(shape, "below");
       shape = shape["shape"];
     }
     if (!shape || !shape.IsSequence() || shape.size() == 0)

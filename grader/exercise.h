@@ -31,12 +31,16 @@ struct CheckSpec {
 };
 
 // A tensor of the signature: its symbolic shape ("B", "Nq", "D", "D/H", "4*D")
-// and how the grader fills it: randn, or attention_mask (a mask whose layout
-// each case picks, see CaseSpec).
+// and how the grader fills it: randn, attention_mask (a mask whose layout
+// each case picks, see CaseSpec; a (B, N) shape gets padding masks as (B, N)),
+// or tokens (int64 ids drawn uniformly below the expression `below`, "V").
+// A parameter name may hold one "{X}", X a dimension: the name stands for X
+// parameters, with {X} replaced by 0 .. X-1 ("layers.{L}.linear1.weight").
 struct TensorSpec {
   std::string name;
   std::vector<std::string> shape;
   std::string kind = "randn";
+  std::string below;  // tokens: the exclusive upper bound of the ids
 };
 
 // What the learner's module (or function) takes and returns, from `signature:`.

@@ -200,6 +200,8 @@ TEST_P(Consistency, EachMistakeMadeAloneIsNamedAsItself) {
       CaseRun run{request, {}};
       if (request.string_or("kind", "forward") == "construct") {
         run.response.strings["error"] = "refused (simulated)";  // a correct constructor refuses
+      } else if (request.string_or("kind", "forward") == "fit") {
+        run.response.strings["error"] = "training is not simulated";
       } else {
         auto outputs = kit_->expected(kit_->data_of(run), mistake);
         if (outputs.empty()) run.response.strings["error"] = "this mistake cannot run this case (simulated)";
@@ -240,7 +242,7 @@ TEST_P(Consistency, ReferenceReadsExactlyTheDeclaredParameters) {
   const auto& run = runs.front();
   auto data = kit_->data_of(run);
   std::set<std::string> declared;
-  for (const auto& param : exercise_.signature.parameters) declared.insert(param.name);
+  for (const auto& param : kit::parameters_of(exercise_.signature.parameters, data.dims)) declared.insert(param.name);
   EXPECT_EQ(keys_of(data.params), std::vector<std::string>(declared.begin(), declared.end()));
   kit::Tensors base;
   ASSERT_NO_THROW(base = kit_->expected(data)) << "the reference fails with exactly the declared parameters";

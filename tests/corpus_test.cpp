@@ -6,6 +6,7 @@
 //   tests/submissions/<exercise>/wrong/*.cpp      must fail; NAME.expect.yaml lists
 //                                                 the focus points that must be missed
 //                                                 and, optionally, the diagnosed mistake
+//                                                 and words a failed check must say (says)
 //   tests/submissions/<exercise>/hostile/*.cpp    NAME.expect.yaml gives the verdict;
 //                                                 needs_sandbox: only where the sandbox
 //                                                 isolates (skipped, visibly, elsewhere);
@@ -197,6 +198,16 @@ TEST_P(Corpus, GradesAsLabelled) {
     }
     EXPECT_TRUE(named) << "the diagnosis must name mistake '" << expect["mistake"].as<std::string>() << "'\n"
                        << describe(graded);
+  }
+  // "says": words the message of some failed check must hold (a measured
+  // diagnosis the mistake list does not name).
+  if (expect["says"]) {
+    const auto words = expect["says"].as<std::string>();
+    bool said = false;
+    for (const auto& check : graded.report["checks"]) {
+      said |= check.value("status", "") == "failed" && check.value("message", "").find(words) != std::string::npos;
+    }
+    EXPECT_TRUE(said) << "a failed check must say \"" << words << "\"\n" << describe(graded);
   }
   // Learner text is capped: a report stays small whatever the code printed or threw.
   if (expect["max_report_bytes"]) {

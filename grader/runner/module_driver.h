@@ -5,7 +5,9 @@
 // Request (planned by kit::ModuleKit): kind ("construct" | "forward"),
 //   ctor.<argument> (ints or reals), dtype, train, input.<name>,
 //   param.<name>, [grad_output.<output>]
-// Response: constructed, parameters (names and shapes), missing_parameters,
+// Response: constructed, parameters (names and shapes), shared_parameters
+//   (one line "name other" for each parameter that is the very tensor of an
+//   earlier one: one module registered twice), missing_parameters,
 //   dropouts (path and p of every Dropout), buffers (name, dtype after the
 //   module's .to(dtype), requires_grad, shape), <output> tensors,
 //   [grad.input.<name>, grad.param.<name>]
@@ -77,14 +79,16 @@ inline std::vector<std::string> output_names(const wire::Record& request) {
 }
 
 // Backward through the first output with the parent's grad_output, then the
-// gradients of every floating input and of `parameters`.
+// gradients of every floating input and of `parameters` (none when the output
+// is not connected to the autograd graph).
 inline void backward_and_report(const wire::Record& request, wire::Record& response, const Outputs& outputs,
                                 const Inputs& inputs,
                                 const std::vector<std::pair<std::string, at::Tensor>>& parameters) {
   const auto& [name, output] = outputs.front();
   const auto& grad_output = request.tensor("grad_output");
-  TORCH_CHECK(output.defined() && output.requires_grad(), "the ", name,
-              " is not connected to the inputs in the autograd graph");
+  // An output cut from the graph (a NoGradGuard in forward) has no gradients:
+  // the parent says so; the forward results stand.
+  if (!output.defined() || !output.requires_grad()) return;
   TORCH_CHECK(output.sizes() == grad_output.sizes(), "the ", name, " has shape ", output.sizes(), ", expected ",
               grad_output.sizes());
   output.backward(grad_output.to(output.scalar_type()));
@@ -103,13 +107,23 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   response.ints["constructed"] = 1;
   if (request.string("kind") == "construct") return;
 
-  std::ostringstream names, dropouts;
+  std::ostringstream names, dropouts, shared;
+  std::vector<std::pair<const void*, std::string>> seen;
   for (const auto& item : module->named_parameters()) {
     names << item.key();
     for (auto size : item.value().sizes()) names << ' ' << size;
     names << '\n';
+    const void* impl = item.value().unsafeGetTensorImpl();
+    for (const auto& [other, name] : seen) {
+      if (other == impl) {
+        shared << item.key() << ' ' << name << '\n';
+        break;
+      }
+    }
+    seen.emplace_back(impl, item.key());
   }
   response.strings["parameters"] = names.str();
+  response.strings["shared_parameters"] = shared.str();
   for (const auto& item : module->named_modules()) {
     if (auto dropout = std::dynamic_pointer_cast<torch::nn::DropoutImpl>(item.value())) {
       dropouts << (item.key().empty() ? "(the module itself)" : item.key()) << ' ' << dropout->options.p() << '\n';

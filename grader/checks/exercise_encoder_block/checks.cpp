@@ -1,6 +1,6 @@
 // Parent side of exercise_encoder_block: the reference with its replayable
-// mistakes (pre-LN is one of them, so that it is named as such), and the two
-// dropout checks no kit kind covers. Everything else is exercise.yaml and the kit.
+// mistakes (pre-LN is one of them, so that it is named as such), and the last
+// LayerNorm measured. Everything else is exercise.yaml and the kit.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
@@ -33,31 +33,11 @@ const std::map<std::string, Bend>& bends() {
 }
 
 kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
-  if (data.train) return {};  // dropout is random: the dropout checks below read it instead
+  if (data.train) return {};  // dropout is random: the kit's dropout checks read it instead
   EncoderBlockVariant variant;
   for (const auto& mistake : mistakes) bends().at(mistake)(variant);
   auto mask = data.inputs.count("mask") ? data.inputs.at("mask") : at::Tensor();
   return {{"output", reference::encoder_block(data.inputs.at("x"), mask, data.params, data.dims.at("H"), variant)}};
-}
-
-// Two training-mode runs of shape_0's input (dropout 0.5), beside its eval run.
-const char* const kTrainA = "shape_0~train_a";
-const char* const kTrainB = "shape_0~train_b";
-
-void add_training_runs(kit::Kit&, std::vector<wire::Record>& cases, at::Generator&) {
-  auto a = kit::planned_case(cases, "shape_0", "exercise_encoder_block");
-  a.tensors.erase("grad_output");
-  a.ints["train"] = 1;
-  a.reals["ctor.dropout"] = 0.5;
-  a.ints.erase("ctor.dropout");
-  a.strings["case"] = kTrainA;
-  a.strings["describe"] += ", dropout 0.5, training mode";
-  auto b = a;
-  b.strings["case"] = kTrainB;
-  b.strings["describe"] += " (run again)";
-  b.ints["seed"] += 1;
-  cases.push_back(a);
-  cases.push_back(b);
 }
 
 // A twin of shape_0 whose two LayerNorms have weight 1 and bias 0: each token
@@ -119,64 +99,12 @@ CheckResult layernorm_measured(const kit::Kit& kit, const CheckSpec& spec) {
                       evidence);
 }
 
-CheckResult registered_dropouts(const kit::Kit& kit, const CheckSpec& spec) {
-  const auto& run = kit.input().at(kTrainA);
-  if (!run.response.ints.count("constructed")) return kit.results().threw(spec.id, run);
-  std::vector<std::string> wrong;
-  for (const char* name : {"dropout", "dropout1", "dropout2"}) {
-    auto p = kit::registered_dropout(run, name);
-    if (!p) {
-      wrong.push_back(std::string("no Dropout registered as '") + name + "'");
-    } else if (std::abs(*p - 0.5) > 1e-12) {
-      wrong.push_back(fmt::format("'{}' has p = {}", name, *p));
-    }
-  }
-  if (wrong.empty()) return kit.results().pass(spec.id, "dropout, dropout1 and dropout2 use the constructor's p");
-  wrong.insert(wrong.begin(), "constructed with dropout = 0.5");
-  return kit.results().fail(spec.id, "the block's three Dropout modules must be registered with the constructor's p",
-                            wrong);
-}
-
-CheckResult training_dropout(const kit::Kit& kit, const CheckSpec& spec) {
-  const auto& results = kit.results();
-  const auto& a = kit.input().at(kTrainA);
-  const auto& b = kit.input().at(kTrainB);
-  const auto& eval = kit.input().at("shape_0");
-  for (const auto* run : {&a, &b, &eval}) {
-    if (auto why = kit.not_runnable(*run)) return results.skip(spec.id, "not assessed: " + *why);
-  }
-  std::string why;
-  auto first = learner_tensor(a, "output", why), second = learner_tensor(b, "output", why);
-  auto plain = learner_tensor(eval, "output", why);
-  if (!first || !second || !plain) return results.skip(spec.id, "not assessed: " + why);
-  if (first->sizes() != plain->sizes() || second->sizes() != plain->sizes()) {
-    return results.skip(spec.id, "not assessed: the output has shape " + shape_string(first->sizes()));
-  }
-  // Training differs from eval by far more than rounding when anything is dropped.
-  auto moved = [](const at::Tensor& x, const at::Tensor& y) {
-    return (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>();
-  };
-  std::vector<std::string> evidence = {"input: " + a.describe()};
-  if (moved(*first, *plain) < 1e-9 || moved(*first, *second) < 1e-9) {
-    evidence.push_back(fmt::format("training vs eval: max difference {:.3g}; two training runs: {:.3g}",
-                                   moved(*first, *plain), moved(*first, *second)));
-    return results.fail(spec.id,
-                        "in training mode no dropout acts: call the registered dropout modules in forward (they are "
-                        "the identity in eval mode, and only there)",
-                        evidence);
-  }
-  return results.pass(spec.id, "dropout acts in training mode: two runs differ, and differ from eval mode");
-}
-
 }  // namespace
 
 std::unique_ptr<Suite> make_suite_exercise_encoder_block(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
-  suite->extra_cases(add_training_runs);
   suite->extra_cases(add_unit_norm);
   suite->custom("layernorm_measured", layernorm_measured);
-  suite->custom("registered_dropouts", registered_dropouts);
-  suite->custom("training_dropout", training_dropout);
   return suite;
 }
 

@@ -20,7 +20,8 @@ namespace {
 
 const std::set<std::string> kKinds = {
     "parameters",  "rejects",    "shapes",      "numerics",        "gradients",      "deterministic",  "masked_values",
-    "work_growth", "dependence", "no_builtins", "attention_scale", "attention_axis", "attention_mask", "refuses"};
+    "work_growth", "dependence", "no_builtins", "attention_scale", "attention_axis", "attention_mask", "refuses",
+    "dropouts",    "dropout_in_training"};
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -39,7 +40,7 @@ void put_constructor_argument(wire::Record& record, const std::string& name, dou
 at::ScalarType dtype_of(const std::string& name) { return wire::floating_dtype(name); }
 
 // The mask of one case: undefined for "none"; else broadcastable to (B, H, Nq, Nk).
-at::Tensor make_mask(const CaseSpec& spec, const Dims& d, at::Generator& generator) {
+at::Tensor make_mask(const CaseSpec& spec, const TensorSpec& input, const Dims& d, at::Generator& generator) {
   const auto kind = spec.trait("mask", "none");
   if (kind == "none") return {};
   const int64_t B = d.at("B"), H = d.at("H"), Nq = d.at("Nq"), Nk = d.at("Nk");
@@ -50,6 +51,7 @@ at::Tensor make_mask(const CaseSpec& spec, const Dims& d, at::Generator& generat
       const int64_t keep = Nk > 1 ? std::max<int64_t>(1, Nk - 1 - b % (Nk - 1)) : 1;
       mask[b].narrow(-1, keep, Nk - keep).fill_(false);
     }
+    if (input.shape.size() == 2) mask = mask.reshape({B, Nk});  // a model's (B, N) mask
   } else if (kind == "causal") {
     mask = at::ones({Nq, Nk}, at::kBool).tril(std::max<int64_t>(0, Nk - Nq));
   } else if (kind == "per_head" || kind == "heads_shared") {
@@ -63,11 +65,11 @@ at::Tensor make_mask(const CaseSpec& spec, const Dims& d, at::Generator& generat
   return mask;
 }
 
-std::string mask_text(const CaseSpec& spec) {
+std::string mask_text(const CaseSpec& spec, const TensorSpec& input) {
   const auto kind = spec.trait("mask", "none");
   const auto dtype = spec.trait("mask_dtype", "bool");
   if (kind == "none") return "no mask";
-  if (kind == "padding") return "padding mask (B, 1, 1, Nk) " + dtype;
+  if (kind == "padding") return std::string("padding mask ") + (input.shape.size() == 2 ? "(B, N) " : "(B, 1, 1, Nk) ") + dtype;
   if (kind == "causal") return "causal mask (Nq, Nk) " + dtype;
   if (kind == "per_head") return "per-head mask (B, H, Nq, Nk) " + dtype;
   return "mask (B, 1, Nq, Nk) " + dtype;
@@ -147,6 +149,26 @@ double evaluate(const std::string& expression, const Dims& dims) {
   return value;
 }
 
+std::vector<TensorSpec> parameters_of(const std::vector<TensorSpec>& parameters, const Dims& dims) {
+  std::vector<TensorSpec> out;
+  for (const auto& param : parameters) {
+    const auto open = param.name.find('{');
+    if (open == std::string::npos) {
+      out.push_back(param);
+      continue;
+    }
+    const auto close = param.name.find('}', open);
+    if (close == std::string::npos) throw ConfigError("parameter '" + param.name + "': '{' without '}'");
+    const auto count = evaluate_dim(param.name.substr(open + 1, close - open - 1), dims);
+    for (int64_t i = 0; i < count; ++i) {
+      auto one = param;
+      one.name = param.name.substr(0, open) + std::to_string(i) + param.name.substr(close + 1);
+      out.push_back(one);
+    }
+  }
+  return out;
+}
+
 int64_t evaluate_dim(const std::string& expression, const Dims& dims) {
   const double value = evaluate(expression, dims);
   if (value != std::floor(value)) throw ConfigError("'" + expression + "' is not a whole number here");
@@ -164,6 +186,7 @@ std::string repeat_case(const std::string& id) { return id + "~repeat"; }
 std::string masked_values_case(const std::string& id) { return id + "~masked_values"; }
 std::string probe_case(const std::string& which) { return "probe~" + which; }
 std::string moved_case(const std::string& id, const std::string& what) { return id + "~moved." + what; }
+std::string training_case(const std::string& id, int run) { return id + (run == 0 ? "~train" : "~train_again"); }
 
 std::string name_scale(double value, const std::map<std::string, double>& quantities, bool measured) {
   std::vector<std::string> names;
@@ -256,6 +279,11 @@ Kit& Kit::custom(const std::string& kind, CheckFn fn) {
   return *this;
 }
 
+Kit& Kit::measurement(const std::string& kind, CheckFn fn) {
+  measurements_.insert(kind);
+  return custom(kind, std::move(fn));
+}
+
 Kit& Kit::extra_cases(std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)> add) {
   extra_.push_back(std::move(add));
   return *this;
@@ -299,15 +327,20 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
   }
   for (const auto& input : sig.inputs) {
     if (input.kind == "attention_mask") {
-      auto mask = make_mask(spec, spec.dims, generator);
+      auto mask = make_mask(spec, input, spec.dims, generator);
       if (mask.defined()) record.tensors["input." + input.name] = mask;
+      continue;
+    }
+    if (input.kind == "tokens") {
+      const auto below = evaluate_dim(input.below, spec.dims);
+      record.tensors["input." + input.name] = at::randint(below, shape_of(input, spec.dims), generator, at::kLong);
       continue;
     }
     // "logits: large" puts scores in the thousands (a softmax without its max subtracted overflows).
     const double spread = spec.trait("logits", "normal") == "large" ? 40.0 : 1.0;
     record.tensors["input." + input.name] = rounded(at::randn(shape_of(input, spec.dims), generator, options) * spread);
   }
-  for (const auto& param : sig.parameters) {
+  for (const auto& param : parameters_of(sig.parameters, spec.dims)) {
     auto shape = shape_of(param, spec.dims);
     const double bound = 1.0 / std::sqrt(static_cast<double>(shape.back()));
     record.tensors["param." + param.name] = rounded(at::empty(shape, options).uniform_(-bound, bound, generator));
@@ -317,7 +350,9 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
     if (name != "dtype" && name != "mode" && name != "mask" && name != "mask_dtype" && name != "expect")
       describe += " " + name + "=" + value;
   }
-  if (has_mask_input()) describe += ", " + mask_text(spec);
+  for (const auto& input : sig.inputs) {
+    if (input.kind == "attention_mask") describe += ", " + mask_text(spec, input);
+  }
   record.strings["describe"] = describe;
   return record;
 }
@@ -341,7 +376,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
   }
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   int64_t case_seed = static_cast<int64_t>(seed % 1000003);
-  std::set<std::string> want_grad, want_repeat, want_masked, want_moved;
+  std::set<std::string> want_grad, want_repeat, want_masked, want_moved, want_train;
   for (const auto& check : exercise_.checks) {
     for (const auto& id : check.cases) {
       if (check.kind == "gradients") want_grad.insert(id);
@@ -349,6 +384,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
         want_repeat.insert(id);
       if (check.kind == "dependence") want_moved.insert(id);
       if (check.kind == "masked_values") want_masked.insert(id);
+      if (check.kind == "dropout_in_training") want_train.insert(id);
     }
   }
   std::vector<wire::Record> cases;
@@ -366,6 +402,17 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
       repeat.strings["describe"] += ", run again";
       repeat.ints["seed"] = case_seed++;
       cases.push_back(repeat);
+    }
+    if (want_train.count(spec.id)) {
+      for (int run = 0; run < 2; ++run) {
+        auto twin = record;
+        twin.tensors.erase("grad_output");
+        twin.strings["case"] = training_case(spec.id, run);
+        twin.strings["describe"] += run == 0 ? ", training mode" : ", training mode, run again";
+        twin.ints["train"] = 1;
+        twin.ints["seed"] = case_seed++;
+        cases.push_back(std::move(twin));
+      }
     }
     if (want_moved.count(spec.id)) {
       for (auto& twin : moved_twins(spec, record, generator)) {
@@ -435,7 +482,9 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
       if (which == "mask" && !has_mask_input()) continue;
       CaseSpec spec{probe_case(which), d, {{"mask", which == "mask" ? "padding" : "none"}}};
       auto record = make_case(spec, generator, case_seed++);
-      at::Tensor mask = which == "mask" ? make_mask(spec, d, generator) : at::Tensor();
+      // The probe's mask is always (B, 1, 1, Nk) (see AttentionProbe).
+      const TensorSpec layout{"mask", {"B", "1", "1", "Nk"}, "attention_mask", ""};
+      at::Tensor mask = which == "mask" ? make_mask(spec, layout, d, generator) : at::Tensor();
       probe_->design(record, a, b, mask);
       record.tensors["probe.a"] = a;
       record.tensors["probe.b"] = b;
@@ -499,6 +548,7 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
 }
 
 CheckResult Kit::run_kind(const CheckSpec& spec) const {
+  if (measurements_.count(spec.kind)) return measured(spec);
   auto found = custom_.find(spec.kind);
   if (found != custom_.end()) return found->second(*this, spec);
   const auto& k = spec.kind;
@@ -512,6 +562,8 @@ CheckResult Kit::run_kind(const CheckSpec& spec) const {
   if (k == "masked_values") return masked_values(spec);
   if (k == "dependence") return measured(spec);
   if (k == "work_growth") return work_growth(spec);
+  if (k == "dropouts") return dropouts(spec);
+  if (k == "dropout_in_training") return dropout_in_training(spec);
   if (k.rfind("attention_", 0) == 0) return measured(spec);
   if (k == "no_builtins") {
     auto result = check_no_builtins(results_, *input_);
@@ -663,8 +715,8 @@ std::optional<CheckResult> Kit::attribute_to_feature(const std::string& check) c
   return std::nullopt;
 }
 
-static bool is_measurement(const CheckSpec& spec) {
-  return spec.kind.rfind("attention_", 0) == 0 || spec.kind == "dependence";
+bool Kit::is_measurement(const CheckSpec& spec) const {
+  return spec.kind.rfind("attention_", 0) == 0 || spec.kind == "dependence" || measurements_.count(spec.kind);
 }
 
 const std::vector<CheckResult>& Kit::findings() const {
@@ -681,7 +733,8 @@ const std::vector<CheckResult>& Kit::findings() const {
 const CheckResult& Kit::measured(const CheckSpec& spec) const {
   auto found = measured_.find(spec.id);
   if (found != measured_.end()) return found->second;
-  CheckResult result = spec.kind == "attention_scale"  ? attention_scale(spec)
+  CheckResult result = measurements_.count(spec.kind)   ? custom_.at(spec.kind)(*this, spec)
+                       : spec.kind == "attention_scale" ? attention_scale(spec)
                        : spec.kind == "attention_axis" ? attention_axis(spec)
                        : spec.kind == "attention_mask" ? attention_mask(spec)
                                                        : dependence(spec);
@@ -782,6 +835,33 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     if (has_focus_point("numerics")) result.focus_point = "numerics";
     return result;
   }
+  // Parameters the signature does not name for this case are never loaded:
+  // they keep their random initial values, and no replay can match.
+  std::set<std::string> named;
+  for (const auto& param : parameters_of(exercise_.signature.parameters, data_of(run).dims)) named.insert(param.name);
+  std::vector<std::string> unloaded;
+  for (const auto& line : split_lines(run.response.string_or("parameters", ""))) {
+    auto name = line.substr(0, line.find(' '));
+    if (!named.count(name)) unloaded.push_back(name);
+  }
+  if (!exercise_.signature.parameters.empty() && !unloaded.empty()) {
+    std::string constructor;
+    for (const auto& [name, value] : run.request.ints) {
+      if (name.rfind("ctor.", 0) == 0) constructor += (constructor.empty() ? "" : ", ") + name.substr(5) + " = " + std::to_string(value);
+    }
+    std::string list;
+    for (size_t i = 0; i < unloaded.size() && i < 4; ++i) list += (i ? ", " : "") + unloaded[i];
+    if (unloaded.size() > 4) list += fmt::format(" and {} more", unloaded.size() - 4);
+    auto result = results_.fail(check,
+                                "constructed with " + constructor + ", your module registers parameters the statement "
+                                "does not have for these arguments (" + list + "): the grader cannot load them, so "
+                                "they keep random values; does the constructor use every argument?",
+                                evidence);
+    for (const auto& spec : exercise_.checks) {
+      if (spec.kind == "parameters") result.focus_point = spec.focus_point;
+    }
+    return result;
+  }
   const auto mistakes = replayed_mistakes(case_id, learner);
   if (mistakes.size() == 1) return results_.fail_with_mistake(check, mistakes[0], evidence);
   if (mistakes.size() == 2) {
@@ -826,12 +906,36 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
   const auto& run = input_->at(cases_of(spec).front());
   if (!run.response.ints.count("constructed")) return results_.threw(spec.id, run);
   std::vector<std::string> evidence;
+  // One line per missing name, or per sub-module when several of its names are missing.
+  std::map<std::string, std::vector<std::string>> missing;
   for (const auto& name : split_lines(run.response.string_or("missing_parameters", ""))) {
-    evidence.push_back("missing or wrongly shaped: " + name);
+    missing[name.substr(0, name.find('.'))].push_back(name);
+  }
+  const auto have = run.response.string_or("parameters", "");
+  for (const auto& [module, names] : missing) {
+    if (names.size() <= 3) {
+      for (const auto& name : names) evidence.push_back("missing or wrongly shaped: " + name);
+      continue;
+    }
+    const bool none = ("\n" + have).find("\n" + module + ".") == std::string::npos;
+    evidence.push_back(fmt::format("missing or wrongly shaped: {} parameters under '{}.' ({}, {}, ...){}", names.size(),
+                                   module, names[0], names[1],
+                                   none ? fmt::format(": your module has nothing registered under '{}' "
+                                                      "(is register_module called for it?)",
+                                                      module)
+                                        : ""));
   }
   std::string names;
+  const auto dims = data_of(run).dims;
   for (const auto& param : exercise_.signature.parameters) {
-    names += (names.empty() ? "" : ", ") + param.name + " " + shape_string(shape_of(param, data_of(run).dims));
+    // A template is shown once, with its range: layers.{0..2}.linear1.weight.
+    auto name = param.name;
+    const auto open = name.find('{'), close = name.find('}');
+    if (open != std::string::npos && close != std::string::npos) {
+      const auto count = evaluate_dim(name.substr(open + 1, close - open - 1), dims);
+      name = name.substr(0, open) + (count == 1 ? "0" : fmt::format("{{0..{}}}", count - 1)) + name.substr(close + 1);
+    }
+    names += (names.empty() ? "" : ", ") + name + " " + shape_string(shape_of(param, dims));
   }
   if (!evidence.empty()) {
     for (const auto& line : split_lines(run.response.string_or("parameters", ""))) {
@@ -844,6 +948,72 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
     return results_.fail(spec.id, "no Dropout submodule is registered under the name '" + dropout + "'");
   }
   return results_.pass(spec.id, "every parameter is registered under its name with its shape");
+}
+
+CheckResult Kit::dropouts(const CheckSpec& spec) const {
+  const auto& run = input_->at(cases_of(spec).front());
+  if (!run.response.ints.count("constructed")) return results_.threw(spec.id, run);
+  const auto argument = spec.option("argument", "dropout");
+  if (!run.request.reals.count("ctor." + argument)) {
+    throw ConfigError("check '" + spec.id + "': the constructor has no argument '" + argument + "'");
+  }
+  const double p = run.request.reals.at("ctor." + argument);
+  // The names, each template expanded ("layers.{L}.dropout").
+  std::vector<TensorSpec> names;
+  std::istringstream list(spec.option("names", "dropout"));
+  for (std::string name; std::getline(list, name, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    if (!name.empty()) names.push_back(TensorSpec{name, {}, "randn", ""});
+  }
+  std::vector<std::string> wrong;
+  std::string listed;
+  for (const auto& name : parameters_of(names, data_of(run).dims)) {
+    listed += (listed.empty() ? "" : ", ") + name.name;
+    auto found = registered_dropout(run, name.name);
+    if (!found) {
+      wrong.push_back("no Dropout registered as '" + name.name + "'");
+    } else if (std::abs(*found - p) > 1e-12) {
+      wrong.push_back(fmt::format("'{}' has p = {}", name.name, *found));
+    }
+  }
+  if (wrong.empty()) return results_.pass(spec.id, listed + ": registered with the constructor's p");
+  wrong.insert(wrong.begin(), fmt::format("constructed with {} = {}", argument, p));
+  return results_.fail(spec.id,
+                       "every Dropout module (" + listed + ") must be registered under its name with the "
+                       "constructor's " + argument + " as p",
+                       wrong);
+}
+
+CheckResult Kit::dropout_in_training(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& eval = input_->at(id);
+  const auto& a = input_->at(training_case(id, 0));
+  const auto& b = input_->at(training_case(id, 1));
+  for (const auto* run : {&a, &b, &eval}) {
+    if (auto why = not_runnable(*run)) return results_.skip(spec.id, "not assessed: " + *why);
+  }
+  const auto& name = exercise_.signature.outputs.front().name;
+  std::string why;
+  auto first = learner_tensor(a, name, why), second = learner_tensor(b, name, why);
+  auto plain = learner_tensor(eval, name, why);
+  if (!first || !second || !plain) return results_.skip(spec.id, "not assessed: " + why);
+  if (first->sizes() != plain->sizes() || second->sizes() != plain->sizes()) {
+    return results_.skip(spec.id, "not assessed: the " + name + " has shape " + shape_string(first->sizes()));
+  }
+  // Anything dropped moves the result by far more than rounding.
+  auto moved = [](const at::Tensor& x, const at::Tensor& y) {
+    return (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>();
+  };
+  if (moved(*first, *plain) < 1e-9 || moved(*first, *second) < 1e-9) {
+    return results_.fail(spec.id,
+                         "in training mode no dropout acts: call the registered Dropout modules in forward (they "
+                         "are the identity in eval mode, and only there)",
+                         {"input: " + a.describe(),
+                          fmt::format("training vs eval: max difference {:.3g}; two training runs: {:.3g}",
+                                      moved(*first, *plain), moved(*first, *second))});
+  }
+  return results_.pass(spec.id, "dropout acts in training mode: two runs differ, and differ from eval mode");
 }
 
 CheckResult Kit::rejects(const CheckSpec& spec) const {
@@ -1056,17 +1226,19 @@ std::vector<wire::Record> Kit::moved_twins(const CaseSpec& spec, const wire::Rec
     twin.tensors.erase("grad_output");
     return twin;
   };
-  auto redraw = [&](const at::Tensor& t) {
+  auto redraw_as = [&](const TensorSpec& what, const at::Tensor& t) {
+    if (what.kind == "tokens") return at::randint(evaluate_dim(what.below, spec.dims), t.sizes(), generator, at::kLong);
     return (at::randn(t.sizes(), generator, at::kDouble) * t.to(at::kDouble).std().clamp_min(0.1)).to(t.scalar_type());
   };
+  auto redraw = [&](const at::Tensor& t) { return redraw_as(TensorSpec{}, t); };
   for (const auto& input : sig.inputs) {
     if (input.kind == "attention_mask") continue;
     auto twin = twin_of(input.name, input.name + " redrawn");
     auto& tensor = twin.tensors["input." + input.name];
-    tensor = redraw(tensor);
+    tensor = redraw_as(input, tensor);
     twins.push_back(std::move(twin));
   }
-  for (const auto& param : sig.parameters) {
+  for (const auto& param : parameters_of(sig.parameters, spec.dims)) {
     auto twin = twin_of(param.name, param.name + " redrawn");
     auto& tensor = twin.tensors["param." + param.name];
     tensor = redraw(tensor);
@@ -1082,7 +1254,7 @@ std::vector<wire::Record> Kit::moved_twins(const CaseSpec& spec, const wire::Rec
       if (input.kind == "attention_mask") continue;
       auto& tensor = twin.tensors["input." + input.name];
       auto others = tensor.narrow(0, 1, tensor.size(0) - 1);
-      tensor = at::cat({tensor.narrow(0, 0, 1), redraw(others)}, 0);
+      tensor = at::cat({tensor.narrow(0, 0, 1), redraw_as(input, others)}, 0);
     }
     twins.push_back(std::move(twin));
   }
@@ -1140,7 +1312,7 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
   for (const auto& input : exercise_.signature.inputs) {
     if (input.kind != "attention_mask") names.push_back(input.name);
   }
-  for (const auto& param : exercise_.signature.parameters) names.push_back(param.name);
+  for (const auto& param : parameters_of(exercise_.signature.parameters, data_of(base).dims)) names.push_back(param.name);
   names.push_back("batch");
   for (const auto& what : names) {
     auto found = input_->cases.find(moved_case(id, what));

@@ -18,6 +18,11 @@
 //   dependence     redrawing each input, each parameter, and batch elements 1..
 //                  moves the output of cases[0] exactly where it moves the
 //                  reference's (option focus.<input or parameter prefix>: its focus point)
+//   dropouts       on cases[0], a Dropout is registered at each of `names`
+//                  (comma-separated, {X} templates as parameters) with the p the
+//                  constructor's argument `argument` (default dropout) was given
+//   dropout_in_training  cases[0] (eval) run twice in training mode: the two
+//                  runs differ from each other and from eval mode
 //   attention_scale, attention_axis, attention_mask   measured by probes
 //   no_builtins    no forbidden operator ran and no forbidden symbol is linked
 //
@@ -32,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +52,10 @@ using Tensors = std::map<std::string, at::Tensor>;
 // and quotients of them ("D/H", "4*D"). Throws ConfigError for anything else.
 double evaluate(const std::string& expression, const Dims& dims);
 int64_t evaluate_dim(const std::string& expression, const Dims& dims);
+
+// The signature's parameters for one case, each "{X}" template expanded over
+// 0 .. X-1 ("layers.{L}.linear1.weight" with L = 2: layers.0.…, layers.1.…).
+std::vector<TensorSpec> parameters_of(const std::vector<TensorSpec>& parameters, const Dims& dims);
 
 // What the reference gets for one case, in float64 (masks keep their dtype).
 struct CaseData {
@@ -88,6 +98,10 @@ class Kit : public Suite {
   Kit& probe(AttentionProbe probe);
   // A check kind of the exercise's own.
   Kit& custom(const std::string& kind, CheckFn fn);
+  // A check kind of the exercise's own that measures what the code does (as
+  // the probes do): run once per grade, and when it fails, its finding explains
+  // the numerics failures no known mistake reproduces. It must not call explain().
+  Kit& measurement(const std::string& kind, CheckFn fn);
   // Further cases planned by the exercise (after the yaml's).
   Kit& extra_cases(std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)> add);
 
@@ -133,6 +147,8 @@ class Kit : public Suite {
   CheckResult masked_values(const CheckSpec& spec) const;
   CheckResult work_growth(const CheckSpec& spec) const;
   CheckResult dependence(const CheckSpec& spec) const;
+  CheckResult dropouts(const CheckSpec& spec) const;
+  CheckResult dropout_in_training(const CheckSpec& spec) const;
   std::vector<wire::Record> moved_twins(const CaseSpec& spec, const wire::Record& record,
                                         at::Generator& generator) const;
   CheckResult attention_scale(const CheckSpec& spec) const;
@@ -141,6 +157,7 @@ class Kit : public Suite {
   std::vector<std::string> cases_of(const CheckSpec& spec) const;
   // A measuring check's result (attention_*, dependence), computed once per grade.
   const CheckResult& measured(const CheckSpec& spec) const;
+  bool is_measurement(const CheckSpec& spec) const;
   std::optional<CheckResult> attribute_to_feature(const std::string& check) const;
   std::optional<CheckResult> explain_error(const std::string& check, const CaseRun& run) const;
   std::string smallest_failing(const std::string& check) const;
@@ -160,6 +177,7 @@ class Kit : public Suite {
   std::vector<CaseSpec> refusals_;  // its cases with expect: error (planned, never given to the reference)
   std::map<std::string, std::string> unsupported_;  // the others, by id: why not
   std::map<std::string, CheckFn> custom_;
+  std::set<std::string> measurements_;  // custom kinds that are measurements
   std::vector<std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)>> extra_;
   const JudgeInput* input_ = nullptr;
   mutable std::map<std::string, CaseStatus> status_;
@@ -173,6 +191,7 @@ std::string repeat_case(const std::string& id);
 std::string masked_values_case(const std::string& id);
 std::string probe_case(const std::string& which);
 std::string moved_case(const std::string& id, const std::string& what);
+std::string training_case(const std::string& id, int run);  // run 0 or 1
 // The p of the Dropout the driver found registered at `path`, if any.
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
 
