@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/nn/functional/activation.h>
+#include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/transformerlayer.h>
 #include <torch/version.h>
@@ -10,6 +11,7 @@
 #include <cmath>
 
 #include "encoder_block_reference.h"
+#include "mini_encoder_reference.h"
 #include "ffn_reference.h"
 #include "multi_head_attention.h"
 #include "sinusoidal_encoding.h"
@@ -156,6 +158,56 @@ TEST_F(Reference, EncoderBlockMatchesTransformerEncoderLayer) {
   pre_ln.pre_ln = true;
   EXPECT_FALSE(at::allclose(reference::encoder_block(x, {}, parameters, h),
                             reference::encoder_block(x, {}, parameters, h, pre_ln)));
+}
+
+// The mini encoder against LibTorch's Embedding, a stack of distinct
+// TransformerEncoderLayers (post-LN, GELU, eval mode), a mean over the real
+// tokens and Linear, with and without a padding mask; the padded average differs.
+TEST_F(Reference, MiniEncoderMatchesLibTorchModules) {
+  const int64_t b = 3, n = 6, v = 11, d = 8, h = 2, f = 16, layers = 3, classes = 4;
+  torch::nn::Embedding embedding(v, d);
+  torch::nn::Linear classifier(d, classes);
+  std::vector<torch::nn::TransformerEncoderLayer> stack;
+  std::map<std::string, at::Tensor> parameters;
+  for (int64_t i = 0; i < layers; ++i) {
+    stack.emplace_back(
+        torch::nn::TransformerEncoderLayerOptions(d, h).dim_feedforward(f).dropout(0.1).activation(torch::kGELU));
+    stack.back()->to(at::kDouble);
+    stack.back()->eval();
+    for (const auto& item : stack.back()->named_parameters())
+      parameters["layers." + std::to_string(i) + "." + item.key()] = item.value().detach();
+  }
+  embedding->to(at::kDouble);
+  classifier->to(at::kDouble);
+  parameters["embedding.weight"] = embedding->weight.detach();
+  parameters["classifier.weight"] = classifier->weight.detach();
+  parameters["classifier.bias"] = classifier->bias.detach();
+  auto tokens = at::randint(v, {b, n}, at::kLong);
+  auto keep = at::ones({b, n}, at::kBool);
+  keep[1][4] = false;
+  keep[1][5] = false;
+  keep[2][1] = false;  // padding in the middle too: only the mask says which tokens count
+  at::NoGradGuard no_grad;
+  // Positions by the formula, written out here.
+  auto positions = at::empty({n, d}, at::kDouble);
+  for (int64_t pos = 0; pos < n; ++pos) {
+    for (int64_t i = 0; i < d; ++i) {
+      const double angle = pos / std::pow(10000.0, static_cast<double>(i - i % 2) / d);
+      positions[pos][i] = i % 2 == 0 ? std::sin(angle) : std::cos(angle);
+    }
+  }
+  for (bool masked : {false, true}) {
+    auto x = (embedding->forward(tokens) * std::sqrt(static_cast<double>(d)) + positions).transpose(0, 1);
+    for (auto& layer : stack) x = layer->forward(x, {}, masked ? keep.logical_not() : at::Tensor());
+    auto real = (masked ? keep : at::ones_like(keep)).to(at::kDouble).unsqueeze(-1);
+    auto pooled = (x.transpose(0, 1) * real).sum(1) / real.sum(1);
+    auto got = reference::mini_encoder(tokens, masked ? keep : at::Tensor(), parameters, h, layers);
+    expect_close(classifier->forward(pooled), got);
+  }
+  reference::MiniEncoderVariant padded;
+  padded.pooling = reference::Pooling::mean_all;
+  EXPECT_FALSE(at::allclose(reference::mini_encoder(tokens, keep, parameters, h, layers),
+                            reference::mini_encoder(tokens, keep, parameters, h, layers, padded)));
 }
 
 TEST_F(Reference, SdpaIsStableForLargeLogits) {
