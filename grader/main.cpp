@@ -21,6 +21,7 @@
 #include "exercise.h"
 #include "formats.h"
 #include "grade.h"
+#include "interview.h"
 #include "learner.h"
 #include "process.h"
 #include "progress.h"
@@ -357,6 +358,8 @@ int main(int argc, char** argv) {
       "  grade solution EXERCISE         the commented model solution, once you have passed (or --reveal)\n"
       "  grade reset EXERCISE            your file back to the starter, after saving it to a named backup\n"
       "  grade watch EXERCISE            grade again each time you save the file (Ctrl-C stops; --manual: Enter)\n"
+      "  grade interview [EXERCISE]      a timed mock interview: the task, a grade on submit, follow-up questions\n"
+      "                                  on what the grade found (--minutes N, --answers FILE); --report: readiness\n"
       "  grade sandbox                   say what isolates learner code here (exit 0: complete)"};
   app.name("grade");
   grader::GradeOptions options;
@@ -366,12 +369,13 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   std::string root = ".", build = "build";
   app.add_option("exercise", options.exercise,
-                 "exercise id (see: grade list), or 'list', 'watch', 'hint', 'solution', 'reset', 'sandbox', 'class' "
-                 "or 'merge'")
+                 "exercise id (see: grade list), or 'list', 'watch', 'hint', 'solution', 'reset', 'interview', "
+                 "'sandbox', 'class' or 'merge'")
       ->required();
   std::vector<std::string> paths;
   app.add_option("paths", paths,
-                 "class: the class folder; merge: the results folder(s); watch, hint, solution, reset: the exercise");
+                 "class: the class folder; merge: the results folder(s); watch, hint, solution, reset, interview: the "
+                 "exercise");
   std::string results, shard_text, gradebook;
   std::vector<std::string> class_exercises;
   app.add_option("--results", results,
@@ -387,6 +391,14 @@ int main(int argc, char** argv) {
   app.add_option("--focus", focus, "hint: a hint on this focus point (ids: the exercise's exercise.yaml)");
   app.add_flag("--manual", manual, "watch: grade again when you press Enter, not when the file is saved");
   app.add_flag("--reveal", reveal, "solution: show the model solution before you have passed");
+  grader::InterviewOptions interviewing;
+  std::string answers;
+  bool readiness = false;
+  app.add_option("--minutes", interviewing.minutes, "interview: the time allowed for the code (default 45)")
+      ->check(CLI::Range(0.01, 600.0));
+  app.add_option("--answers", answers,
+                 "interview: read your input from this file (first 'submit' or 'wait', then one answer per line)");
+  app.add_flag("--report", readiness, "interview: your readiness per focus point across interviews");
   app.add_option("--submission", submissions,
                  "a learner file to grade (default: the one in exercises/); repeat it, or give a folder, for a batch");
   app.add_option("--jobs", jobs, "grade a batch with this many grades in parallel")->check(CLI::Range(1, 64));
@@ -445,6 +457,7 @@ int main(int argc, char** argv) {
     if (options.exercise == "hint") return grader::hint(options.project_root, paths, focus);
     if (options.exercise == "reset") return grader::reset(options.project_root, paths);
     if (options.exercise == "merge") return merge(paths, gradebook);
+    if (options.exercise == "interview" && readiness) return grader::interview_report(options.project_root, std::cout);
     const auto files_out = parse_outputs(outputs);
     // Whatever happens from here, the files asked for are written (a CI job
     // reads its JUnit file even when the grader fails).
@@ -489,6 +502,16 @@ int main(int argc, char** argv) {
                                 const grader::GradeReport& report) { record_progress(progress, report); };
       }
       return grader::watch(options, watching);
+    }
+    if (options.exercise == "interview") {
+      if (paths.size() > 1) throw grader::UsageError("interview: name one exercise at most (see: grade list)");
+      if (submissions.size() > 1) throw grader::UsageError("interview: one --submission at most");
+      options.exercise = paths.empty() ? "" : paths.front();
+      if (!submissions.empty()) options.submission = fs::absolute(submissions.front());
+      if (!answers.empty()) interviewing.answers = fs::absolute(answers);
+      interviewing.color = use_color(color);
+      interviewing.record_grade = submissions.empty();
+      return grader::interview(options, interviewing, std::cout);
     }
     const bool class_mode = options.exercise == "class";
     if (!class_mode && !paths.empty()) {

@@ -20,10 +20,6 @@ namespace grader {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-namespace {
-
-constexpr int kProgressVersion = 1;
-
 std::string utc_now() {
   std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
@@ -32,6 +28,10 @@ std::string utc_now() {
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
 }
+
+namespace {
+
+constexpr int kProgressVersion = 1;
 
 // Held for one read-modify-write, so two grades at once (watch and a manual
 // grade) cannot drop each other's update.
@@ -69,6 +69,22 @@ Progress from_json(const Json& json) {
     item.grades = entry.value("grades", 0);
     progress.exercises[id] = item;
   }
+  for (const auto& entry : json.value("interviews", Json::array())) {
+    InterviewRecord record;
+    record.exercise = entry.at("exercise").get<std::string>();
+    record.started = entry.value("started", "");
+    record.minutes = entry.value("minutes", 0.0);
+    record.seconds_used = entry.value("seconds_used", 0.0);
+    record.timed_out = entry.value("timed_out", false);
+    record.verdict = entry.value("verdict", "");
+    record.missed = entry.value("missed", std::vector<std::string>{});
+    record.met = entry.value("met", std::vector<std::string>{});
+    for (const auto& answer : entry.value("answers", Json::array())) {
+      record.answers.push_back({answer.at("question").get<std::string>(), answer.at("focus_point").get<std::string>(),
+                                answer.value("answered", false), answer.value("right", false)});
+    }
+    progress.interviews.push_back(std::move(record));
+  }
   return progress;
 }
 
@@ -80,6 +96,25 @@ Json to_json(const Progress& progress) {
     json["exercises"][id] = {{"status", item.status},           {"missed", item.missed},
                              {"last_graded", item.last_graded}, {"first_passed", item.first_passed},
                              {"grades", item.grades},           {"hints_seen", item.hints_seen}};
+  }
+  if (!progress.interviews.empty()) {
+    json["interviews"] = Json::array();
+    for (const auto& record : progress.interviews) {
+      Json answers = Json::array();
+      for (const auto& a : record.answers) {
+        answers.push_back(
+            {{"question", a.question}, {"focus_point", a.focus_point}, {"answered", a.answered}, {"right", a.right}});
+      }
+      json["interviews"].push_back({{"exercise", record.exercise},
+                                    {"started", record.started},
+                                    {"minutes", record.minutes},
+                                    {"seconds_used", record.seconds_used},
+                                    {"timed_out", record.timed_out},
+                                    {"verdict", record.verdict},
+                                    {"missed", record.missed},
+                                    {"met", record.met},
+                                    {"answers", answers}});
+    }
   }
   return json;
 }
@@ -144,6 +179,10 @@ int take_hint(const fs::path& file, const std::string& exercise, const std::stri
     seen = std::min(seen + 1, available);
   });
   return shown;
+}
+
+std::string record_interview(const fs::path& file, const InterviewRecord& record) {
+  return update(file, [&](Progress& progress) { progress.interviews.push_back(record); });
 }
 
 std::string record_grade(const fs::path& file, const GradeReport& report) {

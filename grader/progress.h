@@ -25,8 +25,30 @@ struct ExerciseProgress {
   std::map<std::string, int> hints_seen;  // focus point -> how many of its hints were shown
 };
 
+// One mock interview (grade interview): the grade, the time it took, and the
+// follow-up questions with whether each was answered right.
+struct InterviewAnswer {
+  std::string question;  // its id in the exercise's questions.yaml
+  std::string focus_point;
+  bool answered = false;
+  bool right = false;
+};
+
+struct InterviewRecord {
+  std::string exercise;
+  std::string started;  // UTC, ISO 8601
+  double minutes = 0;   // the time allowed
+  double seconds_used = 0;
+  bool timed_out = false;  // graded at the deadline, not on submit
+  std::string verdict;
+  std::vector<std::string> missed;  // focus points the grade missed
+  std::vector<std::string> met;     // and those it met
+  std::vector<InterviewAnswer> answers;
+};
+
 struct Progress {
   std::map<std::string, ExerciseProgress> exercises;
+  std::vector<InterviewRecord> interviews;  // oldest first
   bool ever_passed(const std::string& exercise) const;
 };
 
@@ -42,6 +64,13 @@ Progress load_progress(const std::filesystem::path& file, std::string* notice = 
 // grader fault is not the learner's and records nothing. Returns a notice
 // for the learner (an unreadable file moved aside), or nothing.
 std::string record_grade(const std::filesystem::path& file, const GradeReport& report);
+
+// Appends one interview to the file (read-modify-write under its lock, the
+// file replaced whole). Returns a notice as record_grade does.
+std::string record_interview(const std::filesystem::path& file, const InterviewRecord& record);
+
+// UTC now, ISO 8601 ("2026-11-23T04:12:00Z").
+std::string utc_now();
 
 // Marks the next hint of `focus_point` as seen and returns its index (0:
 // the least detailed); past the last of `available`, the last again.

@@ -254,7 +254,8 @@ void add_fit(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& gen
   }
   auto labels = at::arange(b, at::kLong) % 2;
   auto tokens = at::randint(1, 4, {b, n}, generator, at::kLong) + 3 * labels.unsqueeze(1);
-  auto lengths = at::arange(b, at::kLong) % 4 + 3;  // 3, 4, 5, 6, ...
+  // 3, 3, 4, 4, 5, 5, 6, 6, ...: each length in both classes, so length says nothing about the class.
+  auto lengths = at::div(at::arange(b, at::kLong), 2, "floor") % 4 + 3;
   auto real = at::arange(n, at::kLong).unsqueeze(0) < lengths.unsqueeze(1);
   record.tensors["input.tokens"] = at::where(real, tokens, at::zeros_like(tokens));
   record.tensors["input.mask"] = real;

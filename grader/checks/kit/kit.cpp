@@ -6,7 +6,9 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -121,31 +123,62 @@ bool feature_holds(const std::string& when, const CaseSpec& spec) {
 }  // namespace
 
 double evaluate(const std::string& expression, const Dims& dims) {
-  double value = 1;
-  char op = '*';
+  // expression = term (('+' | '-') term)*; term = factor (('*' | '/') factor)*;
+  // factor = number | dimension | '(' expression ')'.
   size_t at = 0;
-  while (at <= expression.size()) {
-    auto next = expression.find_first_of("*/", at);
-    auto token = expression.substr(at, next == std::string::npos ? std::string::npos : next - at);
-    token.erase(0, token.find_first_not_of(' '));
-    token.erase(token.find_last_not_of(' ') + 1);
-    double operand = 0;
-    if (dims.count(token)) {
-      operand = static_cast<double>(dims.at(token));
-    } else {
-      try {
-        size_t used = 0;
-        operand = std::stod(token, &used);
-        if (used != token.size()) throw std::invalid_argument(token);
-      } catch (const std::exception&) {
-        throw ConfigError("cannot evaluate '" + expression + "': '" + token + "' is neither a dimension nor a number");
-      }
+  auto fail = [&](const std::string& why) -> double {
+    throw ConfigError("cannot evaluate '" + expression + "': " + why);
+  };
+  auto skip = [&] {
+    while (at < expression.size() && expression[at] == ' ') ++at;
+  };
+  std::function<double()> sum;
+  auto factor = [&]() -> double {
+    skip();
+    if (at < expression.size() && expression[at] == '(') {
+      ++at;
+      double value = sum();
+      skip();
+      if (at >= expression.size() || expression[at] != ')') return fail("a '(' without ')'");
+      ++at;
+      return value;
     }
-    value = op == '*' ? value * operand : value / operand;
-    if (next == std::string::npos) break;
-    op = expression[next];
-    at = next + 1;
-  }
+    const size_t start = at;
+    while (at < expression.size() && (std::isalnum(static_cast<unsigned char>(expression[at])) ||
+                                      expression[at] == '_' || expression[at] == '.'))
+      ++at;
+    const auto token = expression.substr(start, at - start);
+    if (token.empty()) return fail("expected a number or a dimension at position " + std::to_string(start));
+    if (dims.count(token)) return static_cast<double>(dims.at(token));
+    try {
+      size_t used = 0;
+      double value = std::stod(token, &used);
+      if (used == token.size()) return value;
+    } catch (const std::exception&) {
+    }
+    return fail("'" + token + "' is neither a dimension nor a number");
+  };
+  auto product = [&]() -> double {
+    double value = factor();
+    for (skip(); at < expression.size() && (expression[at] == '*' || expression[at] == '/'); skip()) {
+      const char op = expression[at++];
+      const double operand = factor();
+      value = op == '*' ? value * operand : value / operand;
+    }
+    return value;
+  };
+  sum = [&]() -> double {
+    double value = product();
+    for (skip(); at < expression.size() && (expression[at] == '+' || expression[at] == '-'); skip()) {
+      const char op = expression[at++];
+      const double operand = product();
+      value = op == '+' ? value + operand : value - operand;
+    }
+    return value;
+  };
+  const double value = sum();
+  skip();
+  if (at != expression.size()) fail("unexpected '" + expression.substr(at) + "'");
   return value;
 }
 

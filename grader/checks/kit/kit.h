@@ -48,8 +48,8 @@ namespace grader::kit {
 using Dims = std::map<std::string, int64_t>;
 using Tensors = std::map<std::string, at::Tensor>;
 
-// Evaluates a dimension expression over dims: a name, a number, or products
-// and quotients of them ("D/H", "4*D"). Throws ConfigError for anything else.
+// Evaluates a dimension expression over dims: names and numbers with + - * /
+// and parentheses ("D/H", "4*D", "N*(N+1)/2"). Throws ConfigError for anything else.
 double evaluate(const std::string& expression, const Dims& dims);
 int64_t evaluate_dim(const std::string& expression, const Dims& dims);
 

@@ -1,0 +1,43 @@
+// Mock interviews (README: Mock interviews): `grade interview [EXERCISE]`
+// runs one as an interviewer would: the task and a clock, a grade on submit
+// (or at the deadline), then follow-up questions chosen from what the grade
+// found, each answered and explained; the whole is appended to the learner's
+// progress file. `grade interview --report` shows readiness per focus point
+// across interviews.
+#pragma once
+
+#include <filesystem>
+#include <istream>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "grade.h"
+#include "progress.h"
+
+namespace grader {
+
+struct InterviewOptions {
+  double minutes = 45;  // the time allowed for the code
+  // Non-interactive: the learner's input from this file, one line each: first
+  // "submit" (grade now) or "wait" (let the clock run out), then one answer
+  // per follow-up. Otherwise standard input.
+  std::optional<std::filesystem::path> answers;
+  bool color = false;
+  bool record_grade = true;  // the learner's own file: its grade updates `grade list` too
+};
+
+// Runs one interview on options.exercise; empty: the exercise the record
+// suggests (printed with the reason). Returns the grade's exit status.
+int interview(GradeOptions options, const InterviewOptions& how, std::ostream& out);
+
+// `grade interview --report`: readiness per focus point across interviews.
+int interview_report(const std::filesystem::path& root, std::ostream& out);
+
+// The exercise to practise next and why: the one with the most focus points
+// still weak (missed at its last interview or last grade, or a follow-up
+// answered wrong), else the first not yet passed in learning order.
+std::string suggest_exercise(const std::filesystem::path& root, const Progress& progress, std::string& why);
+
+}  // namespace grader

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `grade interview` end to end. In a real terminal (tmux): the task and the
+# clock, 'time', 'submit', the grade, follow-ups on the focus point the grade
+# missed, answered on the keyboard, and the record. Then without a terminal:
+# the deadline (an answers file that lets the clock run out), the readiness
+# report, and the suggestion of what to practise next.
+#   tests/interview_test.sh ROOT BUILD
+set -uo pipefail
+root=$1 build=$2
+command -v tmux >/dev/null || { echo "SKIPPED: tmux is not installed (Debian: tmux)"; exit 77; }
+work=$(mktemp -d)
+session=grade-interview-test-$$
+trap 'tmux kill-session -t "$session" 2>/dev/null; rm -rf "$work"' EXIT
+export GRADE_PROGRESS=$work/progress.json
+grade=("$build/grader/grade" --root "$root" --build-dir "$build")
+fail() {
+  echo "FAILED: $*"
+  echo "--- screen:"
+  tmux capture-pane -p -t "$session" 2>/dev/null | tail -30
+  exit 1
+}
+screen() { tmux capture-pane -p -J -S -400 -t "$session"; }
+wait_for() {
+  for _ in $(seq $((${2:-60} * 4))); do
+    screen | grep -q -- "$1" && return 0
+    sleep 0.25
+  done
+  return 1
+}
+json() { python3 -c "import json,sys; d=json.load(open('$GRADE_PROGRESS')); print($1)"; }
+
+# ---- in a terminal: a submission that forgets the 1/sqrt(d_k) scale ----
+wrong=$work/mhsa.cpp
+cp "$root/tests/submissions/exercise_mhsa/wrong/no_scaling.cpp" "$wrong"
+tmux new-session -d -s "$session" -x 160 -y 50 \
+  "GRADE_PROGRESS=$GRADE_PROGRESS $(printf '%q ' "${grade[@]}" interview exercise_mhsa --submission "$wrong" \
+    --minutes 5); echo INTERVIEW-EXITED-\$?; sleep 60"
+wait_for "Type 'submit'" || fail "the interview did not start"
+screen | grep -q "5:00" || fail "the time allowed was not shown"
+screen | grep -q "Implement" || fail "the task was not shown"
+tmux send-keys -t "$session" "time" Enter
+wait_for "4:5[0-9] left" 10 || fail "'time' did not show the time left"
+tmux send-keys -t "$session" "submit" Enter
+wait_for "Follow-up 1 of" 120 || fail "no follow-up after the grade"
+screen | grep -q "Verdict: failed" || fail "the grade's report was not shown"
+screen | grep -q "Follow-up 1 of .*(Scale by sqrt(head_dim), not sqrt(dim), missed in your code)" ||
+  fail "the first follow-up is not on the focus point the grade missed (scaling)"
+# Answer every follow-up with 'b' (right or wrong, each is explained).
+for _ in $(seq 10); do
+  screen | grep -q "Interview over" && break
+  tmux send-keys -t "$session" "b" Enter
+  sleep 0.5
+done
+wait_for "Interview over: failed" 10 || fail "the interview did not end"
+wait_for "INTERVIEW-EXITED-1" 5 || fail "the exit status is not the grade's (1: failed)"
+screen | grep -qE "Right\.|Not quite: the answer is" || fail "no answer was judged"
+[[ $(json "len(d['interviews'])") == 1 ]] || fail "the interview was not recorded"
+[[ $(json "'scaling' in d['interviews'][0]['missed']") == True ]] || fail "the record lacks the missed focus point"
+[[ $(json "d['interviews'][0]['answers'][0]['focus_point']") == scaling ]] || fail "the record lacks the answers"
+[[ $(json "all(a['answered'] for a in d['interviews'][0]['answers'])") == True ]] || fail "an answer was lost"
+[[ $(json "'exercise_mhsa' in d.get('exercises', {})") == False ]] ||
+  fail "an interview on another file (--submission) recorded the learner's grade"
+tmux kill-session -t "$session"
+
+# ---- the deadline, without a terminal: the clock runs out, then two answers ----
+printf 'wait\nb\n8\n' >"$work/answers"
+out=$("${grade[@]}" interview exercise_mhsa --submission "$wrong" --minutes 0.05 --answers "$work/answers")
+grep -q "Time is up: grading what you have." <<<"$out" || fail "the deadline did not grade: $out"
+grep -q "(time ran out)" <<<"$out" || fail "the summary does not say the time ran out"
+grep -q "(no answer)" <<<"$out" || fail "follow-ups past the end of the answers are not marked unanswered"
+[[ $(json "d['interviews'][1]['timed_out']") == True ]] || fail "the deadline was not recorded"
+used=$(json "d['interviews'][1]['seconds_used']")
+python3 -c "import sys; sys.exit(0 if 2.5 <= $used <= 3.01 else 1)" || fail "seconds used $used, expected about 3"
+
+# ---- readiness across interviews, and what to practise next ----
+report=$("${grade[@]}" interview --report)
+grep -q "exercise_mhsa (2 interview(s))" <<<"$report" || fail "the report does not count the interviews: $report"
+grep -qE "still weak +Scale by sqrt\(head_dim\)" <<<"$report" || fail "scaling is not reported still weak: $report"
+grep -q "Next: exercise_mhsa" <<<"$report" || fail "the weakest exercise is not suggested next: $report"
+printf 'quit\n' >"$work/quit"
+out=$("${grade[@]}" interview --answers "$work/quit")
+grep -q "Suggested: exercise_mhsa (.*scaling" <<<"$out" || fail "no suggestion without an exercise: $out"
+grep -q "nothing recorded" <<<"$out" || fail "quit did not stop the interview"
+[[ $(json "len(d['interviews'])") == 2 ]] || fail "a quit interview was recorded"
+echo "interview: terminal flow, deadline, record, report and suggestion all as expected"
