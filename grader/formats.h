@@ -30,6 +30,11 @@ std::string render(const GradeReport& report, const std::string& format, bool co
 
 // The HTML page (html.cpp).
 std::string render_html(const GradeReport& report);
+// For other pages in the same style and under the same policy (nothing loads
+// or runs): text escaped for HTML, and the page up to its <body> (close it
+// with "</body></html>").
+std::string html_escape(const std::string& text);
+std::string html_page_start(const std::string& title);
 
 // A grade that could not happen (usage or grader error) in `format`.
 std::string render_error(const std::string& exercise, const std::string& verdict, const std::string& message,

@@ -185,15 +185,22 @@ svg text.masked { fill: #b42318; font-weight: bold; }
 
 }  // namespace
 
-std::string render_html(const GradeReport& report) {
+std::string html_escape(const std::string& text) { return escape(text); }
+
+std::string html_page_start(const std::string& title) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>";
   // Nothing may load or run: the page works offline and learner text in it stays text.
   out +=
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
       "img-src data:\"/>";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>";
-  out += "<title>" + escape(report.exercise + " — " + verdict_name(report.verdict)) + "</title>";
+  out += "<title>" + escape(title) + "</title>";
   out += "<style>" + std::string(kStyle) + "</style></head><body>";
+  return out;
+}
+
+std::string render_html(const GradeReport& report) {
+  std::string out = html_page_start(report.exercise + " — " + verdict_name(report.verdict));
   out += "<h1>" + escape(report.exercise + (report.title.empty() ? "" : " — " + report.title)) + "</h1>";
   out += "<p class=\"meta\">submission: " + escape(report.submission) +
          fmt::format("<br/>seed: {} (replay with --seed {})", report.seed, report.seed) + "</p>";

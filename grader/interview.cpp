@@ -301,34 +301,81 @@ int interview(GradeOptions options, const InterviewOptions& how, std::ostream& o
   return exit_code_for(report.verdict);
 }
 
-int interview_report(const fs::path& root, std::ostream& out) {
+int interview_report(const fs::path& root, std::ostream& out, const std::string& format) {
   std::string notice;
   const auto progress = load_progress(progress_file(root), &notice);
   if (!notice.empty()) std::cerr << "grade: " << notice << "\n";
-  if (progress.interviews.empty()) {
-    out << "No interviews yet: start one with 'grade interview'.\n";
-    return 0;
-  }
+  const bool html = format == "html";
+  if (!html && format != "text") throw UsageError("interview --report: --format text or html");
   const auto table = readiness_of(progress);
   std::map<std::string, int> per_exercise;
   for (const auto& record : progress.interviews) ++per_exercise[record.exercise];
-  for (const auto& exercise : exercises_in_order(root)) {
-    auto found = table.find(exercise.id);
-    if (found == table.end()) continue;
-    out << fmt::format("{} ({} interview(s))\n", exercise.id, per_exercise[exercise.id]);
-    out << fmt::format("  {:<11} {:<58} {:>11} {:>10}  {}\n", "readiness", "focus point", "code missed",
-                       "follow-ups", "last seen");
-    for (const auto& point : exercise.focus_points) {
-      auto r = found->second.find(point.id);
-      if (r == found->second.end()) continue;
-      const auto& x = r->second;
-      out << fmt::format("  {:<11} {:<58} {:>11} {:>10}  {}\n", x.verdict(), point.title.substr(0, 58),
-                         fmt::format("{}/{}", x.missed, x.interviews),
-                         x.asked ? fmt::format("{}/{} right", x.right, x.asked) : "-", x.last_seen);
+  std::string next, why;
+  if (!progress.interviews.empty()) next = suggest_exercise(root, progress, why);
+
+  if (!html) {
+    if (progress.interviews.empty()) {
+      out << "No interviews yet: start one with 'grade interview'.\n";
+      return 0;
     }
+    for (const auto& exercise : exercises_in_order(root)) {
+      auto found = table.find(exercise.id);
+      if (found == table.end()) continue;
+      out << fmt::format("{} ({} interview(s))\n", exercise.id, per_exercise[exercise.id]);
+      out << fmt::format("  {:<11} {:<58} {:>11} {:>10}  {}\n", "readiness", "focus point", "code missed",
+                         "follow-ups", "last seen");
+      for (const auto& point : exercise.focus_points) {
+        auto r = found->second.find(point.id);
+        if (r == found->second.end()) continue;
+        const auto& x = r->second;
+        out << fmt::format("  {:<11} {:<58} {:>11} {:>10}  {}\n", x.verdict(), point.title.substr(0, 58),
+                           fmt::format("{}/{}", x.missed, x.interviews),
+                           x.asked ? fmt::format("{}/{} right", x.right, x.asked) : "-", x.last_seen);
+      }
+    }
+    out << "Next: " << next << " (" << why << ")\n";
+    return 0;
   }
-  std::string why;
-  out << "Next: " << suggest_exercise(root, progress, why) << " (" << why << ")\n";
+
+  // The same as one self-contained page, with every interview listed.
+  auto esc = html_escape;
+  std::string page = html_page_start("Interview readiness") + "<h1>Interview readiness</h1>";
+  if (progress.interviews.empty()) {
+    page += "<p>No interviews yet: start one with <code>grade interview</code>.</p>";
+  } else {
+    page += "<p>Next: <strong>" + esc(next) + "</strong> <span class=\"meta\">(" + esc(why) + ")</span></p>";
+    auto css = [](const std::string& verdict) {
+      return verdict == "still weak" ? "missed" : verdict == "improving" ? "not_assessed" : "met";
+    };
+    for (const auto& exercise : exercises_in_order(root)) {
+      auto found = table.find(exercise.id);
+      if (found == table.end()) continue;
+      page += fmt::format("<h2>{} <span class=\"meta\">({} interview(s))</span></h2>", esc(exercise.id),
+                          per_exercise[exercise.id]);
+      page += "<table><tr><th>readiness</th><th>focus point</th><th>code missed</th><th>follow-ups right</th>"
+              "<th>last seen</th></tr>";
+      for (const auto& point : exercise.focus_points) {
+        auto r = found->second.find(point.id);
+        if (r == found->second.end()) continue;
+        const auto& x = r->second;
+        page += fmt::format("<tr><td class=\"status {}\">{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td></tr>",
+                            css(x.verdict()), esc(x.verdict()), esc(point.title), x.missed, x.interviews,
+                            x.asked ? fmt::format("{}/{}", x.right, x.asked) : "-", esc(x.last_seen));
+      }
+      page += "</table>";
+    }
+    page += "<h2>Interviews</h2><table><tr><th>started</th><th>exercise</th><th>verdict</th><th>time used</th>"
+            "<th>follow-ups right</th></tr>";
+    for (auto it = progress.interviews.rbegin(); it != progress.interviews.rend(); ++it) {
+      const auto right = std::count_if(it->answers.begin(), it->answers.end(), [](const auto& a) { return a.right; });
+      page += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{} of {}{}</td><td>{}/{}</td></tr>",
+                          esc(it->started), esc(it->exercise), esc(it->verdict), clock_text(it->seconds_used),
+                          clock_text(it->minutes * 60), it->timed_out ? " (time ran out)" : "", right,
+                          it->answers.size());
+    }
+    page += "</table>";
+  }
+  out << page << "</body></html>\n";
   return 0;
 }
 

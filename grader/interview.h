@@ -32,8 +32,9 @@ struct InterviewOptions {
 // suggests (printed with the reason). Returns the grade's exit status.
 int interview(GradeOptions options, const InterviewOptions& how, std::ostream& out);
 
-// `grade interview --report`: readiness per focus point across interviews.
-int interview_report(const std::filesystem::path& root, std::ostream& out);
+// `grade interview --report [--format html]`: readiness per focus point
+// across interviews, as text or as one self-contained page.
+int interview_report(const std::filesystem::path& root, std::ostream& out, const std::string& format = "text");
 
 // The exercise to practise next and why: the one with the most focus points
 // still weak (missed at its last interview or last grade, or a follow-up

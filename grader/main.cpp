@@ -457,7 +457,9 @@ int main(int argc, char** argv) {
     if (options.exercise == "hint") return grader::hint(options.project_root, paths, focus);
     if (options.exercise == "reset") return grader::reset(options.project_root, paths);
     if (options.exercise == "merge") return merge(paths, gradebook);
-    if (options.exercise == "interview" && readiness) return grader::interview_report(options.project_root, std::cout);
+    if (options.exercise == "interview" && readiness) {
+      return grader::interview_report(options.project_root, std::cout, format);
+    }
     const auto files_out = parse_outputs(outputs);
     // Whatever happens from here, the files asked for are written (a CI job
     // reads its JUnit file even when the grader fails).

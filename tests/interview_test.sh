@@ -72,11 +72,22 @@ grep -q "(no answer)" <<<"$out" || fail "follow-ups past the end of the answers 
 used=$(json "d['interviews'][1]['seconds_used']")
 python3 -c "import sys; sys.exit(0 if 2.5 <= $used <= 3.01 else 1)" || fail "seconds used $used, expected about 3"
 
-# ---- readiness across interviews, and what to practise next ----
+# ---- readiness across interviews (text and page), and what to practise next ----
 report=$("${grade[@]}" interview --report)
 grep -q "exercise_mhsa (2 interview(s))" <<<"$report" || fail "the report does not count the interviews: $report"
 grep -qE "still weak +Scale by sqrt\(head_dim\)" <<<"$report" || fail "scaling is not reported still weak: $report"
 grep -q "Next: exercise_mhsa" <<<"$report" || fail "the weakest exercise is not suggested next: $report"
+"${grade[@]}" interview --report --format html >"$work/readiness.html" || fail "no readiness page"
+python3 - "$work/readiness.html" <<'PY' || fail "the readiness page is not a safe, well-formed page"
+import sys, xml.dom.minidom
+text = open(sys.argv[1]).read()
+doc = xml.dom.minidom.parseString(text.split("\n", 1)[1])  # after the doctype
+assert "default-src 'none'" in text, "no content security policy"
+assert not doc.getElementsByTagName("script"), "a script"
+cells = [c.firstChild.data for c in doc.getElementsByTagName("td") if c.firstChild and c.firstChild.nodeType == c.TEXT_NODE]
+assert "still weak" in cells, "scaling is not shown still weak"
+assert any("time ran out" in c for c in cells), "the interview list lacks the timed-out interview"
+PY
 printf 'quit\n' >"$work/quit"
 out=$("${grade[@]}" interview --answers "$work/quit")
 grep -q "Suggested: exercise_mhsa (.*scaling" <<<"$out" || fail "no suggestion without an exercise: $out"
