@@ -1333,6 +1333,7 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
   }
   const auto reference_base = expected(base);
   std::vector<std::string> ignored, spurious, evidence;
+  std::map<std::string, double> ignored_moves;  // how far each ignored one moved the reference
   std::string focus;
   auto focus_of = [&](const std::string& what) {
     for (std::string key = what;; key = key.substr(0, key.rfind('.'))) {
@@ -1365,8 +1366,7 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
                          fmt::format("{:.3g}", *learner_moves) + " (the reference's does not move)");
     } else if (should) {
       ignored.push_back(what);
-      evidence.push_back("redrawing " + what + " moved the reference's output by up to " +
-                         fmt::format("{:.3g}", *reference_moves) + ", yours not at all");
+      ignored_moves[what] = *reference_moves;
     } else {
       spurious.push_back(what);
       evidence.push_back("redrawing " + what + " moved your output by up to " + fmt::format("{:.3g}", *learner_moves) +
@@ -1376,6 +1376,38 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
   if (ignored.empty() && spurious.empty()) {
     return results_.pass(spec.id, "the output depends on exactly what the reference's depends on");
   }
+  // Ignored parameters that are every parameter of one sub-module of a stack
+  // ("layers.0.…") are said once, as that module.
+  std::map<std::string, std::vector<std::string>> by_module, declared;
+  auto module_of = [](const std::string& name) {
+    const auto first = name.find('.');
+    const auto second = first == std::string::npos ? std::string::npos : name.find('.', first + 1);
+    return second == std::string::npos ? std::string() : name.substr(0, second);
+  };
+  for (const auto& name : ignored) by_module[module_of(name)].push_back(name);
+  for (const auto& param : parameters_of(exercise_.signature.parameters, data_of(base).dims))
+    declared[module_of(param.name)].push_back(param.name);
+  std::vector<std::string> said;
+  std::vector<std::string> ignored_evidence;
+  for (const auto& name : ignored) {
+    const auto module = module_of(name);
+    const auto& group = by_module[module];
+    if (!module.empty() && group.size() >= 4 && group.size() == declared[module].size()) {
+      if (group.front() != name) continue;  // said once, at its first name
+      double most = 0;
+      for (const auto& member : group) most = std::max(most, ignored_moves[member]);
+      said.push_back(fmt::format("any of the {} weights of {}", group.size(), module));
+      ignored_evidence.push_back(fmt::format("redrawing each of {}'s {} weights moved the reference's output (by up "
+                                             "to {:.3g}), yours not at all",
+                                             module, group.size(), most));
+      continue;
+    }
+    said.push_back(name);
+    ignored_evidence.push_back("redrawing " + name + " moved the reference's output by up to " +
+                               fmt::format("{:.3g}", ignored_moves[name]) + ", yours not at all");
+  }
+  evidence.insert(evidence.begin(), ignored_evidence.begin(), ignored_evidence.end());
+  ignored = said;
   auto list = [](const std::vector<std::string>& items) {
     std::string text;
     for (size_t i = 0; i < items.size(); ++i) text += (i ? (i + 1 == items.size() ? " and " : ", ") : "") + items[i];
