@@ -25,6 +25,18 @@ const std::set<std::string> kKinds = {
     "work_growth", "dependence", "no_builtins", "attention_scale", "attention_axis", "attention_mask", "refuses",
     "dropouts",    "dropout_in_training"};
 
+// A check option that is a comma-separated list ("dropout, layers.{L}.dropout"), each item trimmed.
+std::vector<std::string> option_list(const CheckSpec& spec, const std::string& key, const std::string& fallback) {
+  std::vector<std::string> items;
+  std::istringstream list(spec.option(key, fallback));
+  for (std::string item; std::getline(list, item, ',');) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -182,20 +194,37 @@ double evaluate(const std::string& expression, const Dims& dims) {
   return value;
 }
 
+namespace {
+
+// A name with one "{X}" ("layers.{L}.linear1.weight"): what comes before and
+// after it, and how many indices X stands for in `dims`.
+struct NameTemplate {
+  std::string before, after;
+  int64_t count = 0;
+};
+
+std::optional<NameTemplate> name_template(const std::string& name, const Dims& dims) {
+  const auto open = name.find('{');
+  if (open == std::string::npos) return std::nullopt;
+  const auto close = name.find('}', open);
+  if (close == std::string::npos) throw ConfigError("parameter '" + name + "': '{' without '}'");
+  return NameTemplate{name.substr(0, open), name.substr(close + 1),
+                      evaluate_dim(name.substr(open + 1, close - open - 1), dims)};
+}
+
+}  // namespace
+
 std::vector<TensorSpec> parameters_of(const std::vector<TensorSpec>& parameters, const Dims& dims) {
   std::vector<TensorSpec> out;
   for (const auto& param : parameters) {
-    const auto open = param.name.find('{');
-    if (open == std::string::npos) {
+    auto pattern = name_template(param.name, dims);
+    if (!pattern) {
       out.push_back(param);
       continue;
     }
-    const auto close = param.name.find('}', open);
-    if (close == std::string::npos) throw ConfigError("parameter '" + param.name + "': '{' without '}'");
-    const auto count = evaluate_dim(param.name.substr(open + 1, close - open - 1), dims);
-    for (int64_t i = 0; i < count; ++i) {
+    for (int64_t i = 0; i < pattern->count; ++i) {
       auto one = param;
-      one.name = param.name.substr(0, open) + std::to_string(i) + param.name.substr(close + 1);
+      one.name = pattern->before + std::to_string(i) + pattern->after;
       out.push_back(one);
     }
   }
@@ -963,10 +992,9 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
   for (const auto& param : exercise_.signature.parameters) {
     // A template is shown once, with its range: layers.{0..2}.linear1.weight.
     auto name = param.name;
-    const auto open = name.find('{'), close = name.find('}');
-    if (open != std::string::npos && close != std::string::npos) {
-      const auto count = evaluate_dim(name.substr(open + 1, close - open - 1), dims);
-      name = name.substr(0, open) + (count == 1 ? "0" : fmt::format("{{0..{}}}", count - 1)) + name.substr(close + 1);
+    if (auto pattern = name_template(name, dims)) {
+      const auto count = pattern->count;
+      name = pattern->before + (count == 1 ? "0" : fmt::format("{{0..{}}}", count - 1)) + pattern->after;
     }
     names += (names.empty() ? "" : ", ") + name + " " + shape_string(shape_of(param, dims));
   }
@@ -993,12 +1021,7 @@ CheckResult Kit::dropouts(const CheckSpec& spec) const {
   const double p = run.request.reals.at("ctor." + argument);
   // The names, each template expanded ("layers.{L}.dropout").
   std::vector<TensorSpec> names;
-  std::istringstream list(spec.option("names", "dropout"));
-  for (std::string name; std::getline(list, name, ',');) {
-    name.erase(0, name.find_first_not_of(' '));
-    name.erase(name.find_last_not_of(' ') + 1);
-    if (!name.empty()) names.push_back(TensorSpec{name, {}, "randn", ""});
-  }
+  for (const auto& name : option_list(spec, "names", "dropout")) names.push_back(TensorSpec{name, {}, "randn", ""});
   std::vector<std::string> wrong;
   std::string listed;
   for (const auto& name : parameters_of(names, data_of(run).dims)) {
@@ -1062,12 +1085,7 @@ CheckResult Kit::rejects(const CheckSpec& spec) const {
 
 CheckResult Kit::refuses(const CheckSpec& spec) const {
   // Words one of which the error must contain, so that it says why ("max_len").
-  std::vector<std::string> words;
-  std::istringstream list(spec.option("mentions"));
-  for (std::string word; std::getline(list, word, ',');) {
-    word.erase(0, word.find_first_not_of(' '));
-    if (!word.empty()) words.push_back(word);
-  }
+  const auto words = option_list(spec, "mentions", "");
   std::vector<std::string> refused;
   for (const auto& id : spec.cases) {
     const auto& run = input_->at(id);
@@ -1346,7 +1364,8 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
   for (const auto& input : exercise_.signature.inputs) {
     if (input.kind != "attention_mask") names.push_back(input.name);
   }
-  for (const auto& param : parameters_of(exercise_.signature.parameters, data_of(base).dims)) names.push_back(param.name);
+  const auto parameters = parameters_of(exercise_.signature.parameters, data_of(base).dims);
+  for (const auto& param : parameters) names.push_back(param.name);
   names.push_back("batch");
   for (const auto& what : names) {
     auto found = input_->cases.find(moved_case(id, what));
@@ -1385,8 +1404,7 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
     return second == std::string::npos ? std::string() : name.substr(0, second);
   };
   for (const auto& name : ignored) by_module[module_of(name)].push_back(name);
-  for (const auto& param : parameters_of(exercise_.signature.parameters, data_of(base).dims))
-    declared[module_of(param.name)].push_back(param.name);
+  for (const auto& param : parameters) declared[module_of(param.name)].push_back(param.name);
   std::vector<std::string> said;
   std::vector<std::string> ignored_evidence;
   for (const auto& name : ignored) {
