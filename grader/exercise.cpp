@@ -400,6 +400,13 @@ std::vector<std::string> list_exercises(const fs::path& exercises_root) {
   return ids;
 }
 
+std::vector<Exercise> load_exercises_in_order(const fs::path& exercises_root) {
+  std::vector<Exercise> exercises;
+  for (const auto& id : list_exercises(exercises_root)) exercises.push_back(load_exercise(exercises_root / id));
+  std::stable_sort(exercises.begin(), exercises.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  return exercises;
+}
+
 fs::path find_exercise_dir(const fs::path& exercises_root, const std::string& id) {
   auto ids = list_exercises(exercises_root);
   if (std::find(ids.begin(), ids.end(), id) != ids.end()) return exercises_root / id;

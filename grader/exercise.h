@@ -145,6 +145,8 @@ Exercise parse_exercise(const std::string& yaml_text, const std::filesystem::pat
 
 // Exercise ids under exercises_root (folders holding an exercise.yaml), sorted.
 std::vector<std::string> list_exercises(const std::filesystem::path& exercises_root);
+// Every exercise under exercises_root, loaded, in learning order (`order:`).
+std::vector<Exercise> load_exercises_in_order(const std::filesystem::path& exercises_root);
 
 // Throws UsageError naming the closest existing exercise when `id` is unknown.
 std::filesystem::path find_exercise_dir(const std::filesystem::path& exercises_root, const std::string& id);

@@ -101,13 +101,6 @@ std::string task_of(const Exercise& exercise) {
   return task;
 }
 
-std::vector<Exercise> exercises_in_order(const fs::path& root) {
-  std::vector<Exercise> exercises;
-  for (const auto& id : list_exercises(root / "exercises")) exercises.push_back(load_exercise(root / "exercises" / id));
-  std::stable_sort(exercises.begin(), exercises.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
-  return exercises;
-}
-
 // Per focus point of one exercise, across its interviews (oldest first).
 struct Readiness {
   int interviews = 0, missed = 0, asked = 0, right = 0;
@@ -150,11 +143,9 @@ std::map<std::string, std::map<std::string, Readiness>> readiness_of(const Progr
   return table;
 }
 
-}  // namespace
-
-std::string suggest_exercise(const fs::path& root, const Progress& progress, std::string& why) {
-  const auto exercises = exercises_in_order(root);
-  if (exercises.empty()) throw ConfigError("no exercises under " + (root / "exercises").string());
+// suggest_exercise() among exercises already loaded, in learning order.
+std::string suggest_among(const std::vector<Exercise>& exercises, const Progress& progress, std::string& why) {
+  if (exercises.empty()) throw ConfigError("there are no exercises to suggest");
   const auto table = readiness_of(progress);
   const Exercise* best = nullptr;
   size_t most = 0;
@@ -187,6 +178,12 @@ std::string suggest_exercise(const fs::path& root, const Progress& progress, std
   }
   why = "every exercise passed and nothing weak in your record: the first one again";
   return exercises.front().id;
+}
+
+}  // namespace
+
+std::string suggest_exercise(const fs::path& root, const Progress& progress, std::string& why) {
+  return suggest_among(load_exercises_in_order(root / "exercises"), progress, why);
 }
 
 int interview(GradeOptions options, const InterviewOptions& how, std::ostream& out) {
@@ -307,28 +304,43 @@ int interview_report(const fs::path& root, std::ostream& out, const std::string&
   if (!notice.empty()) std::cerr << "grade: " << notice << "\n";
   const bool html = format == "html";
   if (!html && format != "text") throw UsageError("interview --report: --format text or html");
-  const auto table = readiness_of(progress);
-  std::map<std::string, int> per_exercise;
-  for (const auto& record : progress.interviews) ++per_exercise[record.exercise];
+
+  // What both forms show: per exercise interviewed, its focus points seen, in order.
+  struct Section {
+    std::string exercise;
+    int interviews = 0;
+    std::vector<std::pair<std::string, Readiness>> points;  // focus point title, readiness
+  };
+  std::vector<Section> sections;
   std::string next, why;
-  if (!progress.interviews.empty()) next = suggest_exercise(root, progress, why);
+  if (!progress.interviews.empty()) {
+    const auto exercises = load_exercises_in_order(root / "exercises");
+    const auto table = readiness_of(progress);
+    for (const auto& exercise : exercises) {
+      auto found = table.find(exercise.id);
+      if (found == table.end()) continue;
+      Section section{exercise.id, 0, {}};
+      for (const auto& record : progress.interviews) section.interviews += record.exercise == exercise.id;
+      for (const auto& point : exercise.focus_points) {
+        auto r = found->second.find(point.id);
+        if (r != found->second.end()) section.points.emplace_back(point.title, r->second);
+      }
+      sections.push_back(std::move(section));
+    }
+    next = suggest_among(exercises, progress, why);
+  }
 
   if (!html) {
     if (progress.interviews.empty()) {
       out << "No interviews yet: start one with 'grade interview'.\n";
       return 0;
     }
-    for (const auto& exercise : exercises_in_order(root)) {
-      auto found = table.find(exercise.id);
-      if (found == table.end()) continue;
-      out << fmt::format("{} ({} interview(s))\n", exercise.id, per_exercise[exercise.id]);
+    for (const auto& section : sections) {
+      out << fmt::format("{} ({} interview(s))\n", section.exercise, section.interviews);
       out << fmt::format("  {:<11} {:<58} {:>11} {:>10}  {}\n", "readiness", "focus point", "code missed",
                          "follow-ups", "last seen");
-      for (const auto& point : exercise.focus_points) {
-        auto r = found->second.find(point.id);
-        if (r == found->second.end()) continue;
-        const auto& x = r->second;
-        out << fmt::format("  {:<11} {:<58} {:>11} {:>10}  {}\n", x.verdict(), point.title.substr(0, 58),
+      for (const auto& [title, x] : section.points) {
+        out << fmt::format("  {:<11} {:<58} {:>11} {:>10}  {}\n", x.verdict(), title.substr(0, 58),
                            fmt::format("{}/{}", x.missed, x.interviews),
                            x.asked ? fmt::format("{}/{} right", x.right, x.asked) : "-", x.last_seen);
       }
@@ -347,19 +359,14 @@ int interview_report(const fs::path& root, std::ostream& out, const std::string&
     auto css = [](const std::string& verdict) {
       return verdict == "still weak" ? "missed" : verdict == "improving" ? "not_assessed" : "met";
     };
-    for (const auto& exercise : exercises_in_order(root)) {
-      auto found = table.find(exercise.id);
-      if (found == table.end()) continue;
-      page += fmt::format("<h2>{} <span class=\"meta\">({} interview(s))</span></h2>", esc(exercise.id),
-                          per_exercise[exercise.id]);
+    for (const auto& section : sections) {
+      page += fmt::format("<h2>{} <span class=\"meta\">({} interview(s))</span></h2>", esc(section.exercise),
+                          section.interviews);
       page += "<table><tr><th>readiness</th><th>focus point</th><th>code missed</th><th>follow-ups right</th>"
               "<th>last seen</th></tr>";
-      for (const auto& point : exercise.focus_points) {
-        auto r = found->second.find(point.id);
-        if (r == found->second.end()) continue;
-        const auto& x = r->second;
+      for (const auto& [title, x] : section.points) {
         page += fmt::format("<tr><td class=\"status {}\">{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td></tr>",
-                            css(x.verdict()), esc(x.verdict()), esc(point.title), x.missed, x.interviews,
+                            css(x.verdict()), esc(x.verdict()), esc(title), x.missed, x.interviews,
                             x.asked ? fmt::format("{}/{}", x.right, x.asked) : "-", esc(x.last_seen));
       }
       page += "</table>";

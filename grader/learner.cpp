@@ -37,11 +37,7 @@ std::optional<std::string> read_whole(const fs::path& file) {
 
 // `grade list`: the exercises in learning order, with this learner's progress.
 int list(const fs::path& root) {
-  std::vector<Exercise> exercises;
-  for (const auto& id : list_exercises(root / "exercises")) {
-    exercises.push_back(load_exercise(root / "exercises" / id));
-  }
-  std::stable_sort(exercises.begin(), exercises.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  const auto exercises = load_exercises_in_order(root / "exercises");
   std::string notice;
   const auto file = progress_file(root);
   auto progress = load_progress(file, &notice);
