@@ -74,9 +74,8 @@ kit::Dims dims_of(const YAML::Node& node) {
 Question parse_question(const YAML::Node& node, const Exercise& exercise, const fs::path& file,
                         std::set<std::string>& ids) {
   Question q;
-  auto fail = [&](const std::string& what) {
-    throw ConfigError(file.string() + ": question '" + q.id + "': " + what);
-  };
+  auto error_of = [&](const std::string& what) { return ConfigError(file.string() + ": question '" + q.id + "': " + what); };
+  auto fail = [&](const std::string& what) { throw error_of(what); };
   auto text = [&](const char* key) {
     if (!node[key] || !node[key].IsScalar() || trim(node[key].Scalar()).empty()) fail(std::string("needs '") + key + "'");
     return trim(node[key].Scalar());
@@ -97,7 +96,7 @@ Question parse_question(const YAML::Node& node, const Exercise& exercise, const 
     try {
       return compute();
     } catch (const ConfigError& error) {
-      fail(error.what());
+      throw error_of(error.what());
     }
   };
   int kinds = 0;

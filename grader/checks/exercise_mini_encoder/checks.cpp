@@ -58,11 +58,10 @@ CheckResult distinct_layers(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& run = kit.input().at(spec.cases.front());
   if (!run.response.ints.count("constructed")) return kit.results().threw(spec.id, run);
   std::set<std::string> pairs;
-  for (std::istringstream lines(run.response.string_or("shared_parameters", "")); !lines.eof();) {
-    std::string name, other;
-    if (!(lines >> name >> other)) break;
-    // "layers.1.linear1.weight" -> "layers.1": the module both belong to.
-    auto module_of = [](const std::string& n) { return n.substr(0, n.find('.', n.find('.') + 1)); };
+  // "layers.1.linear1.weight" -> "layers.1": the module both belong to.
+  auto module_of = [](const std::string& n) { return n.substr(0, n.find('.', n.find('.') + 1)); };
+  std::istringstream lines(run.response.string_or("shared_parameters", ""));
+  for (std::string name, other; lines >> name >> other;) {
     pairs.insert(module_of(name) + " is the same module as " + module_of(other));
   }
   if (pairs.empty()) {
