@@ -9,6 +9,10 @@
 # so it can join the learner's object in a shared library) against the
 # exercise's fixed interface; the parent-side checks join the grader library;
 # the interface header is precompiled for submissions (grader/CMakeLists.txt).
+#
+# An exercise whose learner file is a .cu (a CUDA kernel, compiled with nvcc
+# at grade time) gets no precompiled header, and its driver is compiled with
+# GRADER_WITH_CUDA where this LibTorch has CUDA (GRADER_TORCH_HAS_CUDA).
 function(grader_add_exercise id)
   set(ARG_DRIVER ${PROJECT_SOURCE_DIR}/grader/checks/${id}/driver.cpp)
   set(ARG_CHECKS ${PROJECT_SOURCE_DIR}/grader/checks/${id}/checks.cpp)
@@ -23,6 +27,12 @@ function(grader_add_exercise id)
   target_include_directories(${driver} PRIVATE ${PROJECT_SOURCE_DIR}/exercises/${id} ${PROJECT_SOURCE_DIR}/grader)
   target_link_libraries(${driver} PRIVATE torch)
   target_compile_features(${driver} PRIVATE cxx_std_17)
+  if(GRADER_TORCH_HAS_CUDA)
+    target_compile_definitions(${driver} PRIVATE GRADER_WITH_CUDA)
+    if(TARGET CUDA::cudart)
+      target_link_libraries(${driver} PRIVATE CUDA::cudart)  # its headers; the object links nothing
+    endif()
+  endif()
   target_sources(grader_core PRIVATE ${ARG_CHECKS})
   set_property(GLOBAL APPEND PROPERTY GRADER_EXERCISES ${id})
 
@@ -34,5 +44,9 @@ function(grader_add_exercise id)
     message(FATAL_ERROR "${yaml}: no 'interface:' line naming an existing header")
   endif()
   set_property(GLOBAL PROPERTY GRADER_INTERFACE_${id} ${PROJECT_SOURCE_DIR}/exercises/${id}/${interface})
+  file(STRINGS ${yaml} learner_line REGEX "^learner_files:")
+  if(learner_line MATCHES "\\.cu[^a-zA-Z0-9_]")
+    set_property(GLOBAL PROPERTY GRADER_CUDA_${id} ON)
+  endif()
   set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${yaml})
 endfunction()

@@ -93,13 +93,21 @@ bool include_allowed(const std::string& header, const Toolchain& toolchain, cons
   for (const char* system : {"/usr/include", "/usr/lib", "/usr/local/include"}) {
     if (is_within(path, system)) return true;
   }
+  // The CUDA Toolkit's own headers (for a .cu; under /usr/local/cuda, say),
+  // by the configured path or the one its links lead to.
+  if (!toolchain.cuda_root.empty()) {
+    std::error_code error;
+    auto real = fs::weakly_canonical(toolchain.cuda_root, error);
+    if (is_within(path, toolchain.cuda_root) || (!error && is_within(path, real))) return true;
+  }
   return std::any_of(toolchain.system_include_dirs.begin(), toolchain.system_include_dirs.end(),
                      [&](const std::string& dir) { return is_within(path, dir); });
 }
 
 // What decides the compiled code: the source, the interface, the compiler and
 // its flags, the precompiled header and the driver it is linked with.
-std::string cache_key(const Toolchain& toolchain, const Exercise& exercise, const std::string& source_text,
+std::string cache_key(const Toolchain& toolchain, const std::string& compiler, const Exercise& exercise,
+                      const std::string& source_text,
                       const std::vector<std::string>& argv, const fs::path& work_dir, const fs::path& pch,
                       const fs::path& driver, const std::string& isolation) {
   Sha256 hash;
@@ -119,7 +127,7 @@ std::string cache_key(const Toolchain& toolchain, const Exercise& exercise, cons
   add(read_file(exercise.dir / exercise.interface_header));
   add(read_file(toolchain.flags_file));
   for (const auto& arg : argv) add(replace_all(arg, work_dir.string(), "<scratch>"));
-  add_stamp(toolchain.cxx);
+  add_stamp(compiler);
   if (!pch.empty()) add_stamp(pch);
   add_stamp(driver);  // several MB: reading it on every grade would cost more than the stamp says
   return hash.hex();
@@ -244,6 +252,10 @@ std::string trim_diagnostics(const std::string& text, const std::string& scratch
   for (const auto& line : kept) out += line + "\n";
   if (dropped) out += "(" + std::to_string(dropped) + " more lines of compiler output not shown)\n";
   return out;
+}
+
+bool is_cuda_exercise(const Exercise& exercise) {
+  return !exercise.learner_files.empty() && fs::path(exercise.learner_files.front()).extension() == ".cu";
 }
 
 std::string read_submission(const fs::path& file) {
@@ -382,8 +394,27 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   auto driver = toolchain.drivers.find(exercise.id);
   if (driver == toolchain.drivers.end())
     throw GraderFault("no compiled driver for " + exercise.id + ": rebuild the grader");
+  const bool cuda = is_cuda_exercise(exercise);
+  if (cuda && toolchain.nvcc.empty()) {
+    // No nvcc: the learner's file is not compiled (a grader without nvcc
+    // must not call it failed). The driver alone, marked so, answers every
+    // case with the reason; the checks report them skipped.
+    fs::create_directories(work_dir);
+    result.shared_object = work_dir / "submission.so";
+    auto linked = step.run({toolchain.cxx, "-shared", "-o", result.shared_object.string(), driver->second.string(),
+                            "-Wl,--defsym=grader_learner_not_compiled=grader_run_case"});
+    if (!linked.exited_cleanly()) {
+      throw GraderFault("cannot link the driver of " + exercise.id + " (" + linked.describe_end() +
+                        "): " + linked.stderr_text.substr(0, linked.stderr_text.find('\n')));
+    }
+    result.ok = true;
+    result.not_compiled = "nvcc not found: install the CUDA Toolkit (Debian non-free: nvidia-cuda-toolkit); " +
+                          exercise.learner_files.front() + " was not compiled";
+    result.seconds = elapsed();
+    return result;
+  }
   fs::path pch;
-  if (auto found = toolchain.pchs.find(exercise.id); found != toolchain.pchs.end()) {
+  if (auto found = toolchain.pchs.find(exercise.id); !cuda && found != toolchain.pchs.end()) {
     pch = found->second;
     std::error_code error;
     auto header_time = fs::last_write_time(exercise.dir / exercise.interface_header, error);
@@ -423,13 +454,35 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   }
   argv.insert(argv.end(), {"-MF", depfile.string(), "-iquote", exercise.dir.string(), "-c", source.string(), "-o",
                            object.string()});
+  if (cuda) {
+    // nvcc, host code through its default host compiler; no LibTorch flags
+    // (a kernel file needs none). Device code for the configured GPU, plus
+    // its PTX so that a newer GPU can compile it at load time.
+    const auto arch = toolchain.nvcc_arch.empty() ? std::string("80") : toolchain.nvcc_arch;
+    argv = {toolchain.nvcc,
+            "-std=c++17",
+            "-O2",
+            "-Xcompiler",
+            "-fPIC",
+            "-gencode",
+            "arch=compute_" + arch + ",code=[sm_" + arch + ",compute_" + arch + "]",
+            "-MD",
+            "-MF",
+            depfile.string(),
+            "-I",
+            exercise.dir.string(),
+            "-c",
+            source.string(),
+            "-o",
+            object.string()};
+  }
 
   // An unchanged submission is not compiled again: same source, interface,
   // compiler, flags, precompiled header, driver and isolation give the same object.
   fs::path cache_entry;
   if (!cache_dir.empty()) {
-    cache_entry = cache_dir / cache_key(toolchain, exercise, submission.text, argv, work_dir, pch, driver->second,
-                                        sandbox.describe());
+    cache_entry = cache_dir / cache_key(toolchain, argv.front(), exercise, submission.text, argv, work_dir, pch,
+                                        driver->second, sandbox.describe());
     if (fs::is_directory(cache_entry) && cached_copy(cache_entry, work_dir, products)) {
       std::error_code error;
       fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used
@@ -442,7 +495,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     auto compiled = step.run(argv);
     if ((compiled.exit_code == 127 || compiled.exit_code == 125) && compiled.stderr_text.empty()) {
       // 127: exec failed; 125: the child could not join its cgroup or drop privileges.
-      throw GraderFault("cannot start the compiler " + toolchain.cxx + " (exit status " +
+      throw GraderFault("cannot start the compiler " + argv.front() + " (exit status " +
                         std::to_string(compiled.exit_code) + ")");
     }
     if (!compiled.exited_cleanly()) {
@@ -491,6 +544,14 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
 
   if (!result.cached) {
     argv = {toolchain.cxx, "-shared", "-o", result.shared_object.string(), object.string(), driver->second.string()};
+    if (cuda) {
+      // The kernel's host code calls the CUDA runtime: the toolkit's libcudart
+      // (same soname as the one a CUDA LibTorch loads, so one copy at run time).
+      if (!toolchain.cudart_dir.empty()) {
+        argv.insert(argv.end(), {"-L" + toolchain.cudart_dir, "-Wl,-rpath," + toolchain.cudart_dir});
+      }
+      argv.push_back("-lcudart");
+    }
     auto linked = step.run(argv);
     if (!linked.exited_cleanly()) {
       result.diagnostics = linked.timed_out ? describe_failure(linked, "linking") + "\n"

@@ -20,7 +20,14 @@ struct CompileResult {
   std::vector<std::string> forbidden_symbols;  // found in the compiled learner code
   double seconds = 0;
   bool cached = false;  // the compiled code came from the cache (unchanged submission)
+  // A .cu learner file where no nvcc was found: not compiled; the shared
+  // object holds the driver alone (which then says so in every case), and
+  // this says why, for the report. Never the learner's failure.
+  std::string not_compiled;
 };
+
+// Whether the exercise's learner file is CUDA (compiled with the toolchain's nvcc).
+bool is_cuda_exercise(const Exercise& exercise);
 
 // A submission as read by read_submission: where it came from (what the
 // learner is shown) and its text, read once.

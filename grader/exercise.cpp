@@ -125,6 +125,24 @@ Exercise load_exercise(const fs::path& dir) {
 
 namespace {
 
+// A focus point of exercises/shared.yaml, by id.
+FocusPoint shared_focus_point(const fs::path& file, const std::string& id) {
+  Reader read(file);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file.string());
+  } catch (const YAML::Exception& error) {
+    read.fail(std::string("cannot read the shared focus points: ") + error.what());
+  }
+  for (const auto& node : read.list(root, "focus_points")) {
+    if (read.text(node, "id") != id) continue;
+    FocusPoint point{id, read.text(node, "title"), read.text(node, "explanation"), read.texts(node, "hints", false)};
+    point.shared = true;
+    return point;
+  }
+  read.fail("no shared focus point '" + id + "'");
+}
+
 std::vector<TensorSpec> tensor_specs(const Reader& read, const YAML::Node& node, const std::string& where) {
   std::vector<TensorSpec> specs;
   if (!node) return specs;
@@ -306,6 +324,14 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
 
   std::set<std::string> points;
   for (const auto& node : read.list(root, "focus_points")) {
+    // `- shared: device_placement`: a focus point every exercise words the same
+    // way, defined once in exercises/shared.yaml.
+    if (node.IsMap() && node["shared"]) {
+      auto point = shared_focus_point(dir.parent_path() / "shared.yaml", read.text(node, "shared"));
+      if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");
+      exercise.focus_points.push_back(point);
+      continue;
+    }
     FocusPoint point{read.text(node, "id"), read.text(node, "title"), read.text(node, "explanation"),
                      read.texts(node, "hints", false)};
     if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");

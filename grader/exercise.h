@@ -13,6 +13,7 @@ struct FocusPoint {
   std::string title;
   std::string explanation;         // what an interviewer expects to hear: the last hint
   std::vector<std::string> hints;  // `grade hint`, least detail first (optional)
+  bool shared = false;             // defined once in exercises/shared.yaml (`- shared: <id>`)
 };
 
 struct CheckSpec {

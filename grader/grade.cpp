@@ -1,7 +1,9 @@
 #include "grade.h"
 
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <torch/cuda.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,6 +55,46 @@ class Scratch {
 
 }  // namespace
 
+Target resolve_target(const std::string& device) {
+  if (device != "auto" && device != "cpu" && device != "cuda") {
+    throw UsageError("--device " + device + ": the devices are cpu, cuda and auto");
+  }
+  Target target;
+  target.nvcc = "";
+  if (device == "cpu") {
+    target.no_gpu = "the grade runs on the CPU (--device cpu)";
+    return target;
+  }
+  std::string why;
+  if (!at::hasCUDA()) {
+    why = "this LibTorch is built without CUDA (Debian's is CPU-only; README: grading on a GPU)";
+  } else if (torch::cuda::device_count() == 0) {
+    why = "no CUDA device is visible";
+  }
+  if (why.empty()) {
+    target.device = "cuda";
+    target.no_gpu.clear();
+  } else if (device == "cuda") {
+    throw UsageError("--device cuda: " + why);
+  } else {
+    target.no_gpu = "no GPU: " + why;
+  }
+  return target;
+}
+
+namespace {
+// The GPU's device nodes, shown to a runner that grades on it.
+std::vector<std::string> gpu_device_nodes() {
+  std::vector<std::string> nodes;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator("/dev", error)) {
+    if (entry.path().filename().string().rfind("nvidia", 0) == 0) nodes.push_back(entry.path().string());
+  }
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+}  // namespace
+
 GradeReport grade(const GradeOptions& options) {
   auto start = Clock::now();
   auto exercise_dir = find_exercise_dir(options.project_root / "exercises", options.exercise);
@@ -62,6 +104,8 @@ GradeReport grade(const GradeOptions& options) {
   if (options.memory_mb) run_limits.memory_mb = *options.memory_mb;
   if (options.output_kb) run_limits.output_kb = *options.output_kb;
   auto suite = make_suite(exercise);
+  const auto target = resolve_target(options.device);
+  suite->set_target(target);
 
   Submission submission;
   submission.path = fs::absolute(options.submission.value_or(exercise.learner_file()));
@@ -74,6 +118,8 @@ GradeReport grade(const GradeOptions& options) {
   report.max_score = exercise.max_score();
   report.submission = submission.path.string();
   report.seed = options.seed.value_or(std::random_device{}() % 1000000000u);
+  report.device = target.device;
+  report.no_gpu = target.no_gpu;
 
   const auto& sandbox = options.sandbox;
   report.sandbox = sandbox.describe();
@@ -144,6 +190,7 @@ GradeReport grade(const GradeOptions& options) {
   // The runner writes no file (its system-call filter refuses), and sees its
   // scratch folder read-only.
   Confinement run_view = confinement;
+  if (target.on_gpu()) run_view.devices = gpu_device_nodes();
   run_view.read_only.push_back(run_view.writable);
   run_view.writable.clear();
   sandbox_child(sandbox, run_view, spec);
@@ -256,10 +303,20 @@ GradeReport grade(const GradeOptions& options) {
     }
   }
 
-  size_t failed = 0;
-  for (const auto& check : report.checks) failed += check.status != CheckStatus::passed;
-  // A skipped check blocks a pass too: what was not assessed was not shown to work.
-  if (failed == 0) return finish(Verdict::passed, "Every check passed.");
+  size_t failed = 0, gpu_skipped = 0;
+  for (const auto& check : report.checks) {
+    const bool for_lack_of_gpu = check.status == CheckStatus::skipped && check.needs_gpu;
+    gpu_skipped += for_lack_of_gpu;
+    failed += check.status != CheckStatus::passed && !for_lack_of_gpu;
+  }
+  // A skipped check blocks a pass too: what was not assessed was not shown to
+  // work. Checks that need a GPU, on a grade without one, are the exception:
+  // the pass says they were not run.
+  if (failed == 0 && gpu_skipped == 0) return finish(Verdict::passed, "Every check passed.");
+  if (failed == 0) {
+    return finish(Verdict::passed, "Every check that runs without a GPU passed; " + std::to_string(gpu_skipped) +
+                                       " GPU check(s) skipped: not GPU-verified (" + report.no_gpu + ").");
+  }
   auto verdict = finish(Verdict::failed, "");
   size_t missed = 0;
   for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;

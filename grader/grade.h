@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "checks/check.h"
 #include "report.h"
 #include "sandbox.h"
 
@@ -24,7 +25,12 @@ struct GradeOptions {
   bool keep_scratch = false;
   bool figures = false;   // compute GradeReport::figures (for the HTML report)
   bool use_cache = true;  // reuse the compiled code of an unchanged submission (build_dir/cache)
+  std::string device = "auto";  // cpu, cuda, or auto: cuda where this LibTorch sees a CUDA device
 };
+
+// Where a grade with `device` (cpu, cuda, auto) runs: throws UsageError for an
+// unknown name, and for cuda where this LibTorch cannot use a CUDA device (why).
+Target resolve_target(const std::string& device);
 
 // Throws UsageError/ConfigError for bad input and GraderFault when the grader
 // itself cannot work; everything the submission does becomes a verdict.

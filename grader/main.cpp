@@ -368,7 +368,7 @@ int main(int argc, char** argv) {
   int jobs = 1;
   uint64_t seed = 0;
   std::string root = ".", build = "build";
-  app.add_option("exercise", options.exercise,
+  app.add_option("EXERCISE", options.exercise,
                  "exercise id (see: grade list), or 'list', 'watch', 'hint', 'solution', 'reset', 'interview', "
                  "'sandbox', 'class' or 'merge'")
       ->required();
@@ -427,6 +427,10 @@ int main(int argc, char** argv) {
                  "auto: isolate where the machine allows, else limits only with a notice; strict: refuse to grade "
                  "without full isolation (for CI); off: limits only")
       ->check(CLI::IsMember({"auto", "strict", "off"}));
+  app.add_option("--device", options.device,
+                 "where the learner's code runs: cuda (a GPU; refused without one), cpu, or auto (default: cuda "
+                 "where this LibTorch sees a CUDA device)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_flag("--keep-scratch", options.keep_scratch, "keep the scratch folder of this grade for inspection");
   bool no_cache = false;
   app.add_flag("--no-cache", no_cache, "compile even an unchanged submission again");

@@ -217,19 +217,35 @@ std::string Question::right_answer() const {
 }
 
 std::vector<Question> load_questions(const Exercise& exercise) {
-  const auto file = exercise.dir / "questions.yaml";
-  if (!fs::exists(file)) return {};
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file.string());
-  } catch (const YAML::Exception& error) {
-    throw ConfigError(file.string() + ": " + error.what());
-  }
-  if (!root["questions"] || !root["questions"].IsSequence())
-    throw ConfigError(file.string() + ": 'questions' must be a list");
+  auto questions_of = [](const fs::path& file) {
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(file.string());
+    } catch (const YAML::Exception& error) {
+      throw ConfigError(file.string() + ": " + error.what());
+    }
+    if (!root["questions"] || !root["questions"].IsSequence())
+      throw ConfigError(file.string() + ": 'questions' must be a list");
+    return root["questions"];
+  };
   std::vector<Question> bank;
   std::set<std::string> ids;
-  for (const auto& node : root["questions"]) bank.push_back(parse_question(node, exercise, file, ids));
+  const auto file = exercise.dir / "questions.yaml";
+  if (fs::exists(file)) {
+    for (const auto& node : questions_of(file)) bank.push_back(parse_question(node, exercise, file, ids));
+  }
+  // The questions on shared focus points (exercises/shared.yaml) this exercise has.
+  std::set<std::string> shared;
+  for (const auto& point : exercise.focus_points) {
+    if (point.shared) shared.insert(point.id);
+  }
+  if (!shared.empty()) {
+    const auto shared_file = exercise.dir.parent_path() / "shared.yaml";
+    for (const auto& node : questions_of(shared_file)) {
+      if (node.IsMap() && node["focus_point"] && shared.count(node["focus_point"].as<std::string>()))
+        bank.push_back(parse_question(node, exercise, shared_file, ids));
+    }
+  }
   return bank;
 }
 

@@ -270,6 +270,9 @@ std::string render_text(const GradeReport& report, bool color) {
                            report.compile_cached ? " (unchanged, cached)" : "", report.run_seconds,
                            report.total_seconds)) +
          "\n";
+  out += p.dim(report.device == "cuda" ? std::string("ran on the GPU (cuda): GPU-verified")
+                                       : "not GPU-verified: " + report.no_gpu) +
+         "\n";
   return out;
 }
 
@@ -282,6 +285,9 @@ std::string render_json(const GradeReport& report) {
   json["summary"] = report.summary;
   json["seed"] = report.seed;
   json["sandbox"] = report.sandbox;
+  json["device"] = report.device;
+  json["gpu_verified"] = report.device == "cuda";
+  if (report.device != "cuda") json["no_gpu"] = report.no_gpu;
   json["checks"] = nlohmann::ordered_json::array();
   for (const auto& check : report.checks) {
     nlohmann::ordered_json item;
@@ -294,6 +300,7 @@ std::string render_json(const GradeReport& report) {
     if (!check.also_against.empty()) item["also_against"] = check.also_against;
     if (!check.also_mistakes.empty()) item["also_mistakes"] = check.also_mistakes;
     if (!check.blames_focus) item["blames_focus"] = false;
+    if (check.needs_gpu) item["needs_gpu"] = true;
     json["checks"].push_back(item);
   }
   json["focus_points"] = nlohmann::ordered_json::array();

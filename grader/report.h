@@ -50,6 +50,8 @@ struct GradeReport {
   double total_seconds = 0;
   double max_score = 0;  // the weights of all the exercise's checks
   std::vector<AttentionFigure> figures;  // drawn by the HTML report; computed only when asked for
+  std::string device = "cpu";            // where the learner's code ran: cpu or cuda
+  std::string no_gpu;                    // on the CPU: why nothing was GPU-verified
 
   // Whether `check` earns its weight: it passed, and the verdict is passed or
   // failed (forbidden code, a crash or a compile error earns nothing).

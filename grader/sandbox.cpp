@@ -365,7 +365,12 @@ void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement,
   if (!confinement.work_dir.empty()) spec.working_dir = confinement.work_dir;
   // What bwrap binds each shown path from.
   std::vector<std::pair<std::string, std::string>> shown;
-  auto show = [&](const std::string& path) {
+  auto show = [&](const std::string& given) {
+    // Bound at its real place: a path through a link (/usr/local/cuda/include)
+    // cannot be made inside the read-only system folders, and needs not be.
+    std::error_code error;
+    auto real = fs::weakly_canonical(given, error);
+    const std::string path = error ? given : real.string();
     bool stage = false;
     if (sandbox.drop_to_nobody) {
       auto problem = closed_to_nobody(path, sandbox.namespaces, &stage);
@@ -397,6 +402,7 @@ void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement,
     bool writable = !confinement.writable.empty() && i + 1 == shown.size();
     out.insert(out.end(), {writable ? "--bind" : "--ro-bind", shown[i].first, shown[i].second});
   }
+  for (const auto& device : confinement.devices) out.insert(out.end(), {"--dev-bind", device, device});
   if (!confinement.work_dir.empty()) out.insert(out.end(), {"--chdir", confinement.work_dir});
   out.push_back("--");
   out.insert(out.end(), spec.argv.begin(), spec.argv.end());

@@ -88,6 +88,7 @@ struct Confinement {
   std::vector<std::string> read_only;  // files or folders shown again, read-only
   std::string writable;                // the scratch folder, for steps that write (the compiler); may be empty
   std::string work_dir;                // where the child starts
+  std::vector<std::string> devices;    // device nodes shown read-write (a GPU's /dev/nvidia*)
 };
 
 // Puts a child (its argv already set) into the sandbox: bwrap, cgroup, user.

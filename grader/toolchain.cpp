@@ -34,6 +34,14 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.runner = value;
     else if (key == "prelude")
       toolchain.prelude = value;
+    else if (key == "nvcc")
+      toolchain.nvcc = value;
+    else if (key == "nvcc_arch")
+      toolchain.nvcc_arch = value;
+    else if (key == "cuda_root")
+      toolchain.cuda_root = value;
+    else if (key == "cudart_dir")
+      toolchain.cudart_dir = value;
     else if (key == "driver" || key == "pch") {
       std::istringstream fields(value);
       std::string exercise, path;

@@ -21,6 +21,14 @@ struct Toolchain {
   bool seccomp = false;                                  // the runner has its system-call filter
   std::vector<std::string> library_dirs;                 // LibTorch's libraries (shown to the sandboxed runner)
   std::string prelude;  // grader/prelude.h: force-included first where there is no precompiled header
+  // For exercises whose learner file is a .cu: the CUDA compiler (empty: none
+  // was found, and such files are not compiled), the GPU architecture it
+  // compiles for ("90"), the toolkit's root (its headers may be included)
+  // and where its libcudart is.
+  std::string nvcc;
+  std::string nvcc_arch;
+  std::string cuda_root;
+  std::string cudart_dir;
 };
 
 // Throws GraderFault when the file is missing or incomplete.

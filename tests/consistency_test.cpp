@@ -39,7 +39,7 @@ std::vector<fs::path> submissions(const std::string& exercise, const std::string
   auto dir = root() / "tests" / "submissions" / exercise / kind;
   if (!fs::is_directory(dir)) return files;
   for (const auto& item : fs::directory_iterator(dir)) {
-    if (item.path().extension() == ".cpp") files.push_back(item.path());
+    if (item.path().extension() == ".cpp" || item.path().extension() == ".cu") files.push_back(item.path());
   }
   std::sort(files.begin(), files.end());
   return files;

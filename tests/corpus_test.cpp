@@ -15,6 +15,14 @@
 //                                                 process name nothing may leave running
 //   solutions/<exercise>/*.cpp                    the model answers must pass
 //   exercises/<exercise>/<learner file>           the starter must fail, clearly
+//
+// A CUDA exercise (learner file *.cu, submissions *.cu) is labelled for a GPU:
+// the labels above hold where the report says "gpu_verified". Elsewhere the
+// kernel never ran, and the label's `compile_only:` (nvcc found, no GPU) or
+// `without_nvcc:` block, if any, gives the verdict and missed focus points;
+// without one, the grade must not pass, must miss no focus point, and must
+// say for every check why it was skipped (only `compiles` may pass, and only
+// as compile-only; without nvcc every check says "nvcc not found").
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -45,7 +53,7 @@ std::vector<Entry> corpus() {
     if (!fs::is_directory(dir)) return;
     std::vector<fs::path> files;
     for (const auto& item : fs::directory_iterator(dir)) {
-      if (item.path().extension() == ".cpp") files.push_back(item.path());
+      if (item.path().extension() == ".cpp" || item.path().extension() == ".cu") files.push_back(item.path());
     }
     std::sort(files.begin(), files.end());
     for (const auto& file : files) entries.push_back({exercise, kind, file});
@@ -68,6 +76,51 @@ std::vector<Entry> corpus() {
 }
 
 class Corpus : public ::testing::TestWithParam<Entry> {};
+
+// Whether the grader was configured with nvcc (toolchain.txt names it).
+bool toolchain_has_nvcc() {
+  std::ifstream in(kBuild / "toolchain.txt");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("nvcc ", 0) == 0 && line.size() > 5) return true;
+  }
+  return false;
+}
+
+// A grade of a CUDA exercise where no GPU ran the kernel (see the top).
+void expect_without_gpu(const Entry& entry, const YAML::Node& expect, const Graded& graded) {
+  const bool nvcc = toolchain_has_nvcc();
+  const auto verdict = graded.report.value("verdict", "");
+  EXPECT_FALSE(graded.report.value("gpu_verified", false));
+  EXPECT_NE(verdict, "passed") << "nothing was GPU-verified, so nothing may pass\n" << describe(graded);
+  EXPECT_EQ(graded.exit_code, 1) << describe(graded);
+  const auto block = expect[nvcc ? "compile_only" : "without_nvcc"];
+  if (block && block["verdict"]) {
+    EXPECT_EQ(verdict, block["verdict"].as<std::string>()) << describe(graded);
+    auto missed = focus_points_with(graded.report, "missed");
+    for (const auto& point : block["missed"]) {
+      EXPECT_TRUE(missed.count(point.as<std::string>()))
+          << "focus point '" << point.as<std::string>() << "' must be reported missed\n"
+          << describe(graded);
+    }
+    return;
+  }
+  EXPECT_EQ(verdict, "failed") << describe(graded);
+  EXPECT_TRUE(focus_points_with(graded.report, "missed").empty())
+      << "a kernel that never ran misses no focus point\n" << describe(graded);
+  ASSERT_FALSE(graded.report["checks"].empty()) << describe(graded);
+  for (const auto& check : graded.report["checks"]) {
+    const auto id = check.value("id", ""), status = check.value("status", ""), message = check.value("message", "");
+    if (nvcc && id == "compiles") {
+      EXPECT_EQ(status, "passed") << entry.file << ": nvcc compiles every corpus file\n" << describe(graded);
+      EXPECT_NE(message.find("compile-only"), std::string::npos) << message;
+      continue;
+    }
+    EXPECT_EQ(status, "skipped") << id << " cannot be judged without a GPU\n" << describe(graded);
+    EXPECT_FALSE(message.empty()) << id << " must say why it was skipped";
+    const std::string reason = nvcc ? "not GPU-verified" : "nvcc not found";
+    EXPECT_NE(message.find(reason), std::string::npos) << id << ": " << message;
+  }
+}
 
 TEST_P(Corpus, GradesAsLabelled) {
   const auto& entry = GetParam();
@@ -151,12 +204,36 @@ TEST_P(Corpus, GradesAsLabelled) {
   ASSERT_FALSE(graded.report["checks"].is_null());
   ASSERT_FALSE(graded.report["focus_points"].empty()) << describe(graded);
 
+  // A CUDA exercise's labels hold on a GPU; elsewhere, what can be said.
+  {
+    const auto learner = YAML::LoadFile((kRoot / "exercises" / entry.exercise / "exercise.yaml").string())
+                             ["learner_files"][0].as<std::string>();
+    if (fs::path(learner).extension() == ".cu" && !graded.report.value("gpu_verified", false)) {
+      expect_without_gpu(entry, expect, graded);
+      return;
+    }
+  }
+
   if (entry.kind == "accepted" || entry.kind == "solution") {
     EXPECT_EQ(verdict, "passed") << describe(graded);
     EXPECT_EQ(graded.exit_code, 0) << describe(graded);
-    EXPECT_EQ(focus_points_with(graded.report, "met").size(), graded.report["focus_points"].size())
-        << "every focus point must be met\n"
-        << describe(graded);
+    // Without a GPU, a focus point whose other checks passed is not assessed
+    // where its GPU checks were skipped: met everywhere else.
+    std::set<std::string> gpu_only;
+    if (!graded.report.value("gpu_verified", false)) {
+      for (const auto& check : graded.report["checks"]) {
+        if (check.value("needs_gpu", false)) gpu_only.insert(check.value("focus_point", ""));
+      }
+    }
+    for (const auto& focus : graded.report["focus_points"]) {
+      const auto id = focus.value("id", "");
+      const auto status = focus.value("status", "");
+      if (gpu_only.count(id)) {
+        EXPECT_NE(status, "missed") << id << " missed\n" << describe(graded);
+      } else {
+        EXPECT_EQ(status, "met") << id << ": every focus point must be met\n" << describe(graded);
+      }
+    }
     return;
   }
   if (entry.kind == "starter") {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "checks/kit/kit.h"
 #include "compile.h"
 #include "errors.h"
 #include "exercise.h"
@@ -198,3 +199,19 @@ TEST(Sandbox, UnreadableShownFileIsTheGradersFaultWithTheFix) {
 
 }  // namespace
 }  // namespace grader
+
+// What a device-mismatch error from learner code is read as (the GPU's
+// messages, as LibTorch 1.13 and 2.x word them), and what is no such error.
+TEST(DeviceMismatch, NamesTheOperatorOrItsArguments) {
+  auto old_style = grader::kit::device_mismatch(
+      "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
+      "checking argument for argument mask in method wrapper_CUDA__masked_fill)");
+  ASSERT_TRUE(old_style.has_value());
+  EXPECT_EQ(*old_style, "masked_fill (its argument mask)");
+  auto new_style = grader::kit::device_mismatch(
+      "expected self and mask to be on the same device, but got mask on cpu and self on cuda:0");
+  ASSERT_TRUE(new_style.has_value());
+  EXPECT_EQ(*new_style, "an operator (mask on cpu and self on cuda:0)");
+  EXPECT_FALSE(grader::kit::device_mismatch("mat1 and mat2 shapes cannot be multiplied (10x3 and 4x5)").has_value());
+  EXPECT_FALSE(grader::kit::device_mismatch("").has_value());
+}

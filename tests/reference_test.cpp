@@ -15,6 +15,7 @@
 #include "ffn_reference.h"
 #include "multi_head_attention.h"
 #include "sinusoidal_encoding.h"
+#include "softmax_cuda_reference.h"
 
 namespace {
 
@@ -41,6 +42,39 @@ std::tuple<at::Tensor, at::Tensor> builtin_sdpa(const at::Tensor& q, const at::T
   return at::_scaled_dot_product_attention(q, k, v, mask, /*dropout_p=*/0.0, /*need_attn_weights=*/true,
                                            /*is_causal=*/false);
 #endif
+}
+
+// exercise_softmax_cuda: the float64 row softmax and its replayed kernel mistakes.
+TEST_F(Reference, SoftmaxRowsMatchesLibTorchAndIsStable) {
+  auto x = at::randn({5, 37}, at::kDouble);
+  expect_close(at::softmax(x, -1), reference::softmax_rows(x));
+  // Values near +-1e4 and -inf entries: finite, rows sum to 1, -inf weighs 0.
+  auto big = at::randn({4, 9}, at::kDouble) * 3 + 1e4;
+  big[0].sub_(2e4);
+  big[1][3].fill_(-INFINITY);
+  auto y = reference::softmax_rows(big.to(at::kFloat));
+  EXPECT_TRUE(y.isfinite().all().item<bool>());
+  expect_close(at::ones({4}, at::kDouble), y.sum(-1), 1e-12);
+  EXPECT_EQ(y[1][3].item<double>(), 0.0);
+}
+
+TEST_F(Reference, SoftmaxRowsReplaysKernelMistakes) {
+  auto x = at::randn({3, 600}, at::kDouble);
+  reference::SoftmaxCudaVariant no_max;
+  no_max.no_max_subtraction = true;
+  EXPECT_TRUE(reference::softmax_rows(x * 1e3, no_max).isnan().any().item<bool>());  // inf / inf
+  expect_close(at::softmax(x, -1), reference::softmax_rows(x, no_max), 1e-5);       // harmless on small values
+  reference::SoftmaxCudaVariant partial;
+  partial.partial_block_skipped = 256;  // 600 = 2 * 256 + 88: the last 88 columns never written
+  auto y = reference::softmax_rows(x, partial);
+  EXPECT_TRUE(y.narrow(1, 512, 88).isnan().all().item<bool>());
+  expect_close(at::softmax(x.narrow(1, 0, 512), -1), y.narrow(1, 0, 512));
+  reference::SoftmaxCudaVariant first;
+  first.first_block_only = 256;
+  y = reference::softmax_rows(x, first);
+  EXPECT_TRUE(y.narrow(1, 256, 344).isnan().all().item<bool>());
+  expect_close(at::softmax(x.narrow(1, 0, 256), -1), y.narrow(1, 0, 256));
+  expect_close(at::softmax(x.narrow(1, 0, 200), -1), reference::softmax_rows(x.narrow(1, 0, 200), first));
 }
 
 TEST_F(Reference, SdpaMatchesLibTorchWithoutMask) {

@@ -32,6 +32,7 @@ struct CheckResult {
   std::vector<std::string> also_mistakes;
   bool threw = false;        // failed because the learner's code threw, no rule attributing the error
   bool blames_focus = true;  // false: failed, but says nothing about its focus point (every case threw)
+  bool needs_gpu = false;    // skipped only because the grade ran without a GPU: does not block a pass
   double weight = 1;         // the check's share of the score (exercise.yaml)
   std::string title;         // the check's title (exercise.yaml)
 };
@@ -68,9 +69,24 @@ struct AttentionFigure {
   std::string note;                                     // when there is nothing to draw: why
 };
 
+// Where a grade runs the learner's code (--device): "cpu" or "cuda". On the
+// CPU, `no_gpu` says why no GPU check can run ("no CUDA device", "this
+// LibTorch is built without CUDA"); such checks are skipped with that reason,
+// never passed. `nvcc` is the CUDA compiler the grader was configured with
+// (empty: none), for exercises whose learner code is a CUDA kernel.
+struct Target {
+  std::string device = "cpu";
+  std::string no_gpu = "the grade runs on the CPU";
+  std::string nvcc;
+  bool on_gpu() const { return device == "cuda"; }
+};
+
 class Suite {
  public:
   virtual ~Suite() = default;
+  // Set by the grade before plan(): the device the cases run on.
+  void set_target(const Target& target) { target_ = target; }
+  const Target& target() const { return target_; }
   // The cases the child must run, with fresh inputs drawn from `seed`. Each
   // request has a unique "case" string and a "seed" integer.
   virtual std::vector<wire::Record> plan(uint64_t seed) = 0;
@@ -82,6 +98,9 @@ class Suite {
     (void)input;
     return {};
   }
+
+ private:
+  Target target_;
 };
 
 // The suite for an exercise (generated registry, see grader/CMakeLists.txt);

@@ -5,6 +5,8 @@
 // learner's code and fills the response record with what came back.
 #pragma once
 
+#include <ATen/record_function.h>
+
 #include <string>
 
 #include "wire.h"
@@ -24,6 +26,28 @@ inline void put_tensor(wire::Record& response, const std::string& name, const at
   auto plain = tensor.detach().to(at::kCPU);
   if (!wire::is_wire_dtype(plain.scalar_type())) plain = plain.to(at::kDouble);
   response.tensors[name] = plain.contiguous();
+}
+
+// Opened by a driver around each call of learner code (construction excluded):
+// the runner's device watch looks at the operators called inside it. Its name
+// comes with the request and is drawn afresh by each runner.
+class ForwardScope {
+ public:
+  explicit ForwardScope(const wire::Record& request)
+      : name_(request.string_or("forward_scope", "")), guard_(at::RecordScope::USER_SCOPE) {
+    if (!name_.empty() && guard_.isActive()) guard_.before(name_.c_str());
+  }
+  ForwardScope(const ForwardScope&) = delete;
+  ForwardScope& operator=(const ForwardScope&) = delete;
+
+ private:
+  std::string name_;
+  at::RecordFunction guard_;
+};
+
+// The device a case runs on ("device" of the request; default the CPU).
+inline at::Device case_device(const wire::Record& request) {
+  return at::Device(request.string_or("device", "cpu"));
 }
 
 }  // namespace grader::driver

@@ -24,9 +24,9 @@ bool run_fit_case(const wire::Record& request, wire::Record& response, Make make
   auto module = make();
   response.ints["constructed"] = 1;
   const auto dtype = case_dtype(request);
-  module->to(dtype);
+  module->to(case_device(request), dtype);
   module->train();
-  const auto& labels = request.tensor("fit.labels");
+  const auto labels = request.tensor("fit.labels").to(case_device(request));
   const int64_t steps = request.integer("fit.steps");
   torch::optim::Adam optimizer(module->parameters(), torch::optim::AdamOptions(request.real("fit.lr")));
   Inputs inputs(request, dtype, /*want_grad=*/false);

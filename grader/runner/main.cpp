@@ -4,6 +4,7 @@
 // nothing: every comparison and verdict happens in the parent.
 //
 //   grader-runner SUBMISSION.so     (request on fd 3, results on fd 4)
+#include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -79,6 +80,24 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   at::set_num_interop_threads(1);
   grader::OpRecorder recorder;
+  // A grade on the GPU opens the GPU's device files (for writing, which the
+  // filter refuses) and loads its libraries now, before the filter and before
+  // any learner code: a GPU the runner cannot use is the grader's problem.
+  bool gpu = false;
+  for (const auto& request : requests) gpu |= request.string_or("device", "cpu") != "cpu";
+  if (gpu) {
+    try {
+      auto options = at::TensorOptions().device(at::kCUDA);
+      for (auto dtype : {at::kFloat, at::kDouble}) {
+        auto a = at::ones({8, 8}, options.dtype(dtype));
+        auto warm = at::softmax(at::matmul(a, a), -1).sum();
+        (void)warm.item<double>();  // waits for the device
+      }
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "grader-runner: cannot use the GPU: %s\n", error.what());
+      return 73;
+    }
+  }
   if (filter) {
     auto problem = grader::install_seccomp_filter();
     if (!problem.empty()) {
@@ -106,12 +125,16 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // The name of the scope the driver opens around learner code, unknown to it
+  // in advance (grader::driver::ForwardScope).
+  const std::string marker = "grader::forward#" + std::to_string(entropy()) + std::to_string(entropy());
   std::vector<Record> responses;
-  for (const auto& request : requests) {
+  for (auto request : requests) {
     Record response;
     response.strings["case"] = request.string("case");
+    request.strings["forward_scope"] = marker;
     at::manual_seed(static_cast<uint64_t>(request.integer("seed")));
-    recorder.start();
+    recorder.start(marker);
     try {
       run_case(request, response);
     } catch (const c10::Error& error) {
@@ -123,6 +146,9 @@ int main(int argc, char** argv) {
     }
     auto ops = recorder.stop();
     grader::put_op_counts(response, ops);
+    std::string events;
+    for (const auto& event : recorder.device_events()) events += event + '\n';
+    response.strings["device_events"] = events;
     response.ints["recording_intact"] = recorder.intact() ? 1 : 0;
     responses.push_back(std::move(response));
   }

@@ -32,9 +32,10 @@ namespace grader::driver {
 class Inputs {
  public:
   Inputs(const wire::Record& request, at::ScalarType dtype, bool want_grad) {
+    const auto device = case_device(request);
     for (const auto& [key, tensor] : request.tensors) {
       if (key.rfind("input.", 0) != 0) continue;
-      auto copy = tensor.clone();
+      auto copy = tensor.to(device, /*non_blocking=*/false, /*copy=*/true);
       if (copy.is_floating_point()) {
         copy = copy.to(dtype);
         if (want_grad) copy.requires_grad_(true);
@@ -91,7 +92,7 @@ inline void backward_and_report(const wire::Record& request, wire::Record& respo
   if (!output.defined() || !output.requires_grad()) return;
   TORCH_CHECK(output.sizes() == grad_output.sizes(), "the ", name, " has shape ", output.sizes(), ", expected ",
               grad_output.sizes());
-  output.backward(grad_output.to(output.scalar_type()));
+  output.backward(grad_output.to(output.device(), output.scalar_type()));
   for (const auto& [key, tensor] : inputs.all()) {
     if (tensor.is_floating_point()) put_tensor(response, "grad.input." + key, tensor.grad());
   }
@@ -132,7 +133,7 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   response.strings["dropouts"] = dropouts.str();
 
   const auto dtype = case_dtype(request);
-  module->to(dtype);
+  module->to(case_device(request), dtype);
   std::string missing;
   auto parameters = module->named_parameters();
   for (const auto& [key, tensor] : request.tensors) {
@@ -161,7 +162,11 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   module->train(request.integer_or("train", 0) != 0);
   const bool want_grad = request.has_tensor("grad_output");
   Inputs inputs(request, dtype, want_grad);
-  auto outputs = outputs_of(output_names(request), forward(module, inputs));
+  Outputs outputs;
+  {
+    ForwardScope scope(request);
+    outputs = outputs_of(output_names(request), forward(module, inputs));
+  }
   for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
   if (!want_grad) return;
   std::vector<std::pair<std::string, at::Tensor>> params;
@@ -175,7 +180,11 @@ void run_function_case(const wire::Record& request, wire::Record& response, Call
   response.ints["constructed"] = 1;
   const bool want_grad = request.has_tensor("grad_output");
   Inputs inputs(request, case_dtype(request), want_grad);
-  auto outputs = outputs_of(output_names(request), call(inputs));
+  Outputs outputs;
+  {
+    ForwardScope scope(request);
+    outputs = outputs_of(output_names(request), call(inputs));
+  }
   for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
   if (want_grad) backward_and_report(request, response, outputs, inputs, {});
 }

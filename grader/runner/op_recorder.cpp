@@ -1,9 +1,12 @@
 #include "op_recorder.h"
 
+#include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
 
 #include <atomic>
 #include <mutex>
+#include <set>
+#include <unordered_map>
 
 namespace grader {
 namespace {
@@ -13,34 +16,183 @@ std::map<std::string, long> counts;
 std::atomic<bool> recording{false};
 at::CallbackHandle handle = 0;
 
-std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
-  if (recording.load()) {
-    std::lock_guard<std::mutex> lock(counts_mutex);
-    ++counts[fn.name()];
+// ---- the device watch: what learner code does inside the driver's forward scope ----
+//
+// Only operators learner code calls itself (depth 0 inside the scope) are
+// looked at. A tensor a factory made without a device (torch::ones({N, N}))
+// lands on the CPU whatever the inputs' device: it is "host-made", and so is
+// everything computed from host-made tensors alone. An operator that meets a
+// host-made tensor (not 0-dim: LibTorch accepts CPU scalars beside GPU
+// tensors) together with any other tensor would, on a GPU, mix devices. A
+// move with an explicit device (.to(x.device())) ends it. Reading a value of
+// a tensor that follows the inputs (.item()) is a round trip to the host.
+std::string forward_marker;
+bool in_forward = false;
+int depth = 0;
+// Keyed by storage: LibTorch's C++ factories wrap the operator's result in a
+// new tensor object over the same storage, and views share it too.
+struct HostMade {
+  at::Tensor keep;     // holds the storage, so its address is not reused during the case
+  std::string origin;  // the factory that made it ("aten::ones")
+};
+std::unordered_map<const void*, HostMade> host_made;
+
+const void* storage_of(const at::Tensor& tensor) {
+  return tensor.has_storage() ? static_cast<const void*>(tensor.storage().unsafeGetStorageImpl()) : nullptr;
+}
+std::set<std::string> events;
+
+const std::set<std::string>& factories() {
+  static const std::set<std::string> names = {
+      "aten::ones",     "aten::zeros",       "aten::full",         "aten::empty",       "aten::empty_strided",
+      "aten::arange",   "aten::eye",         "aten::linspace",     "aten::logspace",    "aten::rand",
+      "aten::randn",    "aten::randint",     "aten::randperm",     "aten::tril_indices", "aten::triu_indices",
+      "aten::bartlett_window", "aten::hann_window"};
+  return names;
+}
+
+bool is_round_trip_read(const std::string& op) { return op == "aten::item" || op == "aten::_local_scalar_dense"; }
+bool is_move(const std::string& op) { return op == "aten::to" || op == "aten::_to_copy" || op == "aten::cpu"; }
+
+struct OpContext : at::ObserverContext {
+  bool marker = false;
+  bool watched = false;  // depth 0 inside the forward scope
+  std::string op;
+  std::string origin;       // of a host-made input, if any
+  bool other_tensor = false;  // a tensor input that is not host-made (the input's data)
+  bool device_given = false;
+  bool to_host = false;     // a move of a tensor on an accelerator to the CPU
+};
+
+void note_inputs(const at::RecordFunction& fn, OpContext& context) {
+  bool& other_tensor = context.other_tensor;
+  for (const auto& value : fn.inputs()) {
+    if (value.isDevice()) {
+      context.device_given = true;
+      if (value.toDevice().is_cpu()) context.to_host = true;
+    }
+    auto note = [&](const at::Tensor& tensor) {
+      if (!tensor.defined()) return;
+      auto found = storage_of(tensor) ? host_made.find(storage_of(tensor)) : host_made.end();
+      if (found != host_made.end()) {
+        if (context.origin.empty()) context.origin = found->second.origin;
+      } else if (tensor.dim() > 0) {
+        other_tensor = true;
+      }
+    };
+    if (value.isTensor()) note(value.toTensor());
+    if (value.isTensorList()) {
+      for (const auto& tensor : value.toTensorList()) note(tensor);
+    }
   }
-  return nullptr;
+  // A move to the CPU counts only where the tensor was not on it already.
+  bool from_accelerator = false;
+  for (const auto& value : fn.inputs()) {
+    if (value.isTensor() && value.toTensor().defined() && !value.toTensor().is_cpu()) from_accelerator = true;
+  }
+  context.to_host = context.to_host && from_accelerator && is_move(context.op);
+  if (!context.origin.empty() && other_tensor && !is_move(context.op)) {
+    events.insert("mixed " + context.op + " " + context.origin);
+  }
+  if (is_round_trip_read(context.op) && context.origin.empty()) {
+    events.insert("item " + context.op);
+  }
+  if (context.to_host) events.insert("to_host " + context.op);
+}
+
+void note_outputs(const at::RecordFunction& fn, const OpContext& context) {
+  if (is_move(context.op) && context.device_given) {
+    // .to(x.device()): on the CPU the result is the same tensor; trusted to follow x.
+    for (const auto& value : fn.outputs()) {
+      if (value.isTensor() && value.toTensor().defined() && storage_of(value.toTensor()))
+        host_made.erase(storage_of(value.toTensor()));
+    }
+    return;
+  }
+  std::string origin;
+  if (factories().count(context.op) && !context.device_given) {
+    origin = context.op;
+  } else if (!context.origin.empty() && !context.other_tensor && !(is_move(context.op) && context.device_given)) {
+    origin = context.origin;  // computed from host-made tensors alone: still on the host
+  }
+  if (origin.empty()) return;
+  for (const auto& value : fn.outputs()) {
+    if (!value.isTensor()) continue;
+    const auto& tensor = value.toTensor();
+    if (tensor.defined() && tensor.dim() > 0 && storage_of(tensor)) host_made[storage_of(tensor)] = {tensor, origin};
+  }
+}
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  if (!recording.load()) return nullptr;
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  auto context = std::make_unique<OpContext>();
+  if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    if (forward_marker.empty() || fn.name() != forward_marker) return nullptr;
+    context->marker = true;
+    in_forward = true;
+    depth = 0;
+    return context;
+  }
+  ++counts[fn.name()];
+  if (in_forward) {
+    context->op = fn.name();
+    if (depth == 0) {
+      context->watched = true;
+      note_inputs(fn, *context);
+    }
+    ++depth;
+  }
+  return context;
+}
+
+void on_exit(const at::RecordFunction& fn, at::ObserverContext* base) {
+  auto* context = static_cast<OpContext*>(base);
+  if (!context) return;
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  if (context->marker) {
+    in_forward = false;
+    return;
+  }
+  if (context->op.empty()) return;
+  --depth;
+  if (context->watched) note_outputs(fn, *context);
 }
 
 }  // namespace
 
 OpRecorder::OpRecorder() {
-  handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter).scopes({at::RecordScope::FUNCTION}));
+  handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit)
+                                     .needsInputs(true)
+                                     .needsOutputs(true)
+                                     .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
 }
 
 OpRecorder::~OpRecorder() {
   if (handle != 0 && at::hasGlobalCallbacks()) at::removeCallback(handle);
 }
 
-void OpRecorder::start() {
+void OpRecorder::start(const std::string& marker) {
   std::lock_guard<std::mutex> lock(counts_mutex);
   counts.clear();
+  forward_marker = marker;
+  in_forward = false;
+  depth = 0;
+  host_made.clear();
+  events.clear();
   recording = true;
 }
 
 std::map<std::string, long> OpRecorder::stop() {
   recording = false;
   std::lock_guard<std::mutex> lock(counts_mutex);
+  host_made.clear();
   return counts;
+}
+
+std::vector<std::string> OpRecorder::device_events() const {
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  return {events.begin(), events.end()};
 }
 
 bool OpRecorder::intact() const { return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks(); }

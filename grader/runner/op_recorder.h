@@ -1,11 +1,13 @@
 // Records which LibTorch operators run while learner code executes, through a
 // global RecordFunction callback, so the grader can tell from what actually ran
-// (not from the source text) whether a forbidden built-in was used or whether
-// the work grows with a loop over heads.
+// (not from the source text) whether a forbidden built-in was used, whether
+// the work grows with a loop over heads, and whether tensors are made on a
+// fixed device or read back to the host inside forward.
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "wire.h"
 
@@ -18,8 +20,17 @@ class OpRecorder {
   OpRecorder(const OpRecorder&) = delete;
   OpRecorder& operator=(const OpRecorder&) = delete;
 
-  void start();                        // clears the counts and begins counting
+  // Clears the counts and begins counting. `forward_marker`: the name of the
+  // user scope the driver opens around learner code (grader::driver::ForwardScope),
+  // inside which the device watch looks at what learner code calls.
+  void start(const std::string& forward_marker = "");
   std::map<std::string, long> stop();  // op name -> calls since start()
+  // What the device watch saw since start(), one line each:
+  //   "mixed <op> <factory>"  <op> met a tensor <factory> made on the CPU (no
+  //                           device given) with tensors that follow the inputs
+  //   "item <op>"             a value read back to the host (.item())
+  //   "to_host <op>"          a tensor on an accelerator moved to the CPU
+  std::vector<std::string> device_events() const;
   // False if learner code switched recording off or removed the callback.
   bool intact() const;
 };

@@ -5,6 +5,7 @@
 // else is exercise.yaml and the kit.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>

@@ -4,6 +4,7 @@
 // probe, and positions permuted. Everything else is exercise.yaml and the kit.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>

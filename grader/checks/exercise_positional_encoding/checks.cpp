@@ -4,6 +4,7 @@
 // odd d_model. Everything else is exercise.yaml and the kit.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <functional>

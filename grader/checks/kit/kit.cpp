@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -23,7 +24,36 @@ namespace {
 const std::set<std::string> kKinds = {
     "parameters",  "rejects",    "shapes",      "numerics",        "gradients",      "deterministic",  "masked_values",
     "work_growth", "dependence", "no_builtins", "attention_scale", "attention_axis", "attention_mask", "refuses",
-    "dropouts",    "dropout_in_training"};
+    "dropouts",    "dropout_in_training", "device_placement", "gpu_execution"};
+
+// The operator a device-mismatch error names ("masked_fill", with its
+// argument where the message gives one), or nothing when `error` is not one.
+std::optional<std::string> device_mismatch_in(const std::string& error) {
+  if (error.find("same device") == std::string::npos && error.find("Expected object of device type") == std::string::npos)
+    return std::nullopt;
+  std::string op = "an operator";
+  auto method = error.find("in method ");
+  if (method != std::string::npos) {
+    auto name = error.substr(method + 10);
+    name = name.substr(0, name.find_first_of(") \n"));
+    for (const char* prefix : {"wrapper_CUDA_", "wrapper_CPU_", "wrapper_", "_"}) {
+      while (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
+    }
+    if (!name.empty()) op = name;
+  }
+  // LibTorch 2.x: "expected self and mask to be on the same device, but got mask on cpu and self on cuda:0".
+  auto got = error.find("but got ");
+  if (op == "an operator" && got != std::string::npos) {
+    op += " (" + error.substr(got + 8, error.find_first_of(")\n", got) - got - 8) + ")";
+  }
+  auto argument = error.find("argument for argument ");
+  if (argument != std::string::npos) {
+    auto name = error.substr(argument + 22);
+    name = name.substr(0, name.find(' '));
+    if (!name.empty()) op += " (its argument " + name + ")";
+  }
+  return op;
+}
 
 // A check option that is a comma-separated list ("dropout, layers.{L}.dropout"), each item trimmed.
 std::vector<std::string> option_list(const CheckSpec& spec, const std::string& key, const std::string& fallback) {
@@ -307,6 +337,8 @@ const wire::Record& planned_case(const std::vector<wire::Record>& cases, const s
   return *found;
 }
 
+std::optional<std::string> device_mismatch(const std::string& error) { return device_mismatch_in(error); }
+
 bool mentions_any(const std::string& text, const std::vector<std::string>& words) {
   auto lower = [](std::string value) {
     std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -561,6 +593,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     cases.push_back(std::move(record));
   }
   for (const auto& add : extra_) add(*this, cases, generator);
+  for (auto& record : cases) record.strings["device"] = target().device;
   return cases;
 }
 
@@ -626,6 +659,8 @@ CheckResult Kit::run_kind(const CheckSpec& spec) const {
   if (k == "work_growth") return work_growth(spec);
   if (k == "dropouts") return dropouts(spec);
   if (k == "dropout_in_training") return dropout_in_training(spec);
+  if (k == "device_placement") return device_placement(spec);
+  if (k == "gpu_execution") return gpu_execution(spec);
   if (k.rfind("attention_", 0) == 0) return measured(spec);
   if (k == "no_builtins") {
     auto result = check_no_builtins(results_, *input_);
@@ -710,6 +745,14 @@ CaseStatus Kit::status(const std::string& case_id) const {
 }
 
 std::optional<CheckResult> Kit::explain_error(const std::string& check, const CaseRun& run) const {
+  if (auto mismatch = device_mismatch(run.error()); mismatch && has_focus_point("device_placement")) {
+    auto result = results_.fail(check, "tensors on different devices met in " + *mismatch +
+                                           ": a tensor made inside forward stays on the CPU while the input is on "
+                                           "the GPU; create it with the input's options (x.options(), x.device())");
+    result.focus_point = "device_placement";
+    result.evidence = {"your code threw on " + run.describe() + ": " + first_line(run.error())};
+    return result;
+  }
   for (const auto& rule : exercise_.error_rules) {
     if (run.error().find(rule.contains) == std::string::npos) continue;
     CheckResult result =
@@ -1795,6 +1838,112 @@ std::vector<AttentionFigure> Kit::figures(const JudgeInput& input) {
     return x.max_difference > y.max_difference;
   });
   return out;
+}
+
+// ---- device placement ----
+
+std::vector<std::string> Kit::gpu_device_problems() const {
+  std::vector<std::string> problems;
+  std::set<std::string> seen;
+  const auto wanted = target().device;
+  for (const auto& [id, run] : input_->cases) {
+    if (auto op = device_mismatch(run.error())) {
+      auto line = "on " + run.describe() + ", tensors on different devices met in " + *op + ": " +
+                  first_line(run.error());
+      if (seen.insert(*op).second) problems.push_back(line);
+      continue;
+    }
+    if (run.threw()) continue;
+    for (const auto& name : keys_of(run.response.strings)) {
+      const auto suffix = std::string(".device");
+      if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+        continue;
+      const auto& device = run.response.strings.at(name);
+      const auto output = name.substr(0, name.size() - suffix.size());
+      // The forward's own outputs (what a driver reports besides, like a fit's losses, is the grader's).
+      const auto& outputs = exercise_.signature.outputs;
+      if (std::none_of(outputs.begin(), outputs.end(), [&](const auto& o) { return o.name == output; })) continue;
+      if (device.rfind(wanted, 0) == 0) continue;
+      if (seen.insert("output " + output).second) {
+        problems.push_back("on " + run.describe() + ", your " + output + " came back on " + device +
+                           " while the inputs were on " + wanted);
+      }
+    }
+  }
+  return problems;
+}
+
+CheckResult Kit::device_placement(const CheckSpec& spec) const {
+  // What the runner's device watch saw (grader/runner/op_recorder.h), first case of each.
+  std::map<std::string, std::string> first_seen;
+  for (const auto& [id, run] : input_->cases) {
+    std::istringstream lines(run.response.string_or("device_events", ""));
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty() && !first_seen.count(line)) first_seen[line] = run.describe();
+    }
+  }
+  auto short_op = [](std::string op) { return op.rfind("aten::", 0) == 0 ? op.substr(6) : op; };
+  std::vector<std::string> evidence;
+  std::string message;
+  for (const auto& [event, where] : first_seen) {
+    std::istringstream words(event);
+    std::string kind, op, origin;
+    words >> kind >> op >> origin;
+    if (kind == "mixed") {
+      evidence.push_back(short_op(op) + " received a tensor that " + short_op(origin) +
+                         " made on the CPU (no device given) together with the input's data (" + where + ")");
+      if (message.empty()) {
+        message = "a tensor made inside forward with torch::" + short_op(origin) +
+                  " and no device stays on the CPU: on a GPU, " + short_op(op) +
+                  " would fail with a device mismatch; create it with the input's options (x.options(), "
+                  "x.device()) or register it as a buffer";
+      }
+    } else if (kind == "item") {
+      evidence.push_back(short_op(op) + " read a value of the input's data back to the host (" + where + ")");
+      if (message.empty()) {
+        message = "forward reads a tensor's value back to the host (.item()): on a GPU every call waits for the "
+                  "device; keep the computation in tensors";
+      }
+    } else if (kind == "to_host") {
+      evidence.push_back(short_op(op) + " moved the input's data to the CPU (" + where + ")");
+      if (message.empty()) {
+        message = "forward moves data to the CPU (.cpu(), .to(torch::kCPU)): a silent round trip; keep every "
+                  "tensor on the input's device";
+      }
+    }
+  }
+  if (target().on_gpu()) {
+    for (auto& line : gpu_device_problems()) {
+      if (message.empty()) message = "on the GPU, " + line.substr(line.find(", ") + 2);
+      evidence.push_back(std::move(line));
+    }
+  }
+  if (!message.empty()) return results_.fail(spec.id, message, evidence);
+  const bool any_ran = std::any_of(input_->cases.begin(), input_->cases.end(),
+                                   [](const auto& entry) { return !entry.second.threw(); });
+  if (!any_ran) return results_.skip(spec.id, "not assessed: every case stopped with an error, so nothing was traced");
+  return results_.pass(spec.id, target().on_gpu()
+                                    ? "every case ran on the GPU; nothing was made on a fixed device or read back "
+                                      "to the host inside forward"
+                                    : "inside forward nothing made on a fixed device meets the input's data and "
+                                      "nothing is read back to the host (operator trace on the CPU; not "
+                                      "GPU-verified)");
+}
+
+CheckResult Kit::gpu_execution(const CheckSpec& spec) const {
+  if (!target().on_gpu()) {
+    auto skipped = results_.skip(spec.id, "not GPU-verified: " + target().no_gpu);
+    skipped.needs_gpu = true;
+    return skipped;
+  }
+  auto problems = gpu_device_problems();
+  if (!problems.empty()) {
+    auto message = "on the GPU, " + problems.front().substr(problems.front().find(", ") + 2);
+    return results_.fail(spec.id, message, problems);
+  }
+  size_t ran = 0;
+  for (const auto& [id, run] : input_->cases) ran += run.threw() ? 0 : 1;
+  return results_.pass(spec.id, fmt::format("{} cases ran on the GPU, their outputs on the inputs' device", ran));
 }
 
 }  // namespace grader::kit

@@ -23,6 +23,13 @@
 //                  constructor's argument `argument` (default dropout) was given
 //   dropout_in_training  cases[0] (eval) run twice in training mode: the two
 //                  runs differ from each other and from eval mode
+//   device_placement  from the operator trace of every case: no tensor made
+//                  inside forward on a fixed device (a factory given no
+//                  device) meets the input's data, nothing is read back to the
+//                  host (.item()) or moved to the CPU; on a GPU also no
+//                  device-mismatch error and every output on the GPU
+//   gpu_execution  the cases ran on the GPU with outputs there; skipped with
+//                  the reason where the grade runs on the CPU (never passed)
 //   attention_scale, attention_axis, attention_mask   measured by probes
 //   no_builtins    no forbidden operator ran and no forbidden symbol is linked
 //
@@ -149,6 +156,10 @@ class Kit : public Suite {
   CheckResult dependence(const CheckSpec& spec) const;
   CheckResult dropouts(const CheckSpec& spec) const;
   CheckResult dropout_in_training(const CheckSpec& spec) const;
+  CheckResult device_placement(const CheckSpec& spec) const;
+  CheckResult gpu_execution(const CheckSpec& spec) const;
+  // Device-mismatch errors and outputs on another device than the cases', as evidence lines.
+  std::vector<std::string> gpu_device_problems() const;
   std::vector<wire::Record> moved_twins(const CaseSpec& spec, const wire::Record& record,
                                         at::Generator& generator) const;
   CheckResult attention_scale(const CheckSpec& spec) const;
@@ -198,6 +209,10 @@ std::optional<double> registered_dropout(const CaseRun& run, const std::string& 
 // The planned case `id` among `cases` (for extra_cases that derive a twin
 // from it); throws ConfigError naming `who` when it is not planned.
 const wire::Record& planned_case(const std::vector<wire::Record>& cases, const std::string& id, const std::string& who);
+
+// The operator a device-mismatch error names ("masked_fill (its argument
+// mask)"), or nothing when `error` is no such error.
+std::optional<std::string> device_mismatch(const std::string& error);
 
 // Whether `text` contains one of `words`, ignoring case (an error message that says why).
 bool mentions_any(const std::string& text, const std::vector<std::string>& words);
