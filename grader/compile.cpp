@@ -106,8 +106,7 @@ bool include_allowed(const std::string& header, const Toolchain& toolchain, cons
 
 // What decides the compiled code: the source, the interface, the compiler and
 // its flags, the precompiled header and the driver it is linked with.
-std::string cache_key(const Toolchain& toolchain, const std::string& compiler, const Exercise& exercise,
-                      const std::string& source_text,
+std::string cache_key(const Toolchain& toolchain, const Exercise& exercise, const std::string& source_text,
                       const std::vector<std::string>& argv, const fs::path& work_dir, const fs::path& pch,
                       const fs::path& driver, const std::string& isolation) {
   Sha256 hash;
@@ -127,7 +126,7 @@ std::string cache_key(const Toolchain& toolchain, const std::string& compiler, c
   add(read_file(exercise.dir / exercise.interface_header));
   add(read_file(toolchain.flags_file));
   for (const auto& arg : argv) add(replace_all(arg, work_dir.string(), "<scratch>"));
-  add_stamp(compiler);
+  add_stamp(argv.front());  // the compiler
   if (!pch.empty()) add_stamp(pch);
   add_stamp(driver);  // several MB: reading it on every grade would cost more than the stamp says
   return hash.hex();
@@ -442,18 +441,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   // depends on nothing but what the key covers.
   const std::vector<std::string> products = {"submission.o", "submission.so"};
 
-  bool gcc_style = toolchain.cxx.find("clang") == std::string::npos;
-  std::vector<std::string> argv = {toolchain.cxx, "@" + toolchain.flags_file.string(), "-fdiagnostics-color=never",
-                                   gcc_style ? "-fmax-errors=20" : "-ferror-limit=20", "-MD"};
-  // The headers whose inline functions do an exercise's work come first, under
-  // their real names (grader/prelude.h; inside the precompiled interface when there is one).
-  if (!pch.empty()) {
-    argv.insert(argv.end(), {"-include-pch", pch.string()});
-  } else if (!toolchain.prelude.empty()) {
-    argv.insert(argv.end(), {"-include", toolchain.prelude});
-  }
-  argv.insert(argv.end(), {"-MF", depfile.string(), "-iquote", exercise.dir.string(), "-c", source.string(), "-o",
-                           object.string()});
+  std::vector<std::string> argv;
   if (cuda) {
     // nvcc, host code through its default host compiler; no LibTorch flags
     // (a kernel file needs none). Device code for the configured GPU, plus
@@ -475,14 +463,27 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
             source.string(),
             "-o",
             object.string()};
+  } else {
+    bool gcc_style = toolchain.cxx.find("clang") == std::string::npos;
+    argv = {toolchain.cxx, "@" + toolchain.flags_file.string(), "-fdiagnostics-color=never",
+            gcc_style ? "-fmax-errors=20" : "-ferror-limit=20", "-MD"};
+    // The headers whose inline functions do an exercise's work come first, under
+    // their real names (grader/prelude.h; inside the precompiled interface when there is one).
+    if (!pch.empty()) {
+      argv.insert(argv.end(), {"-include-pch", pch.string()});
+    } else if (!toolchain.prelude.empty()) {
+      argv.insert(argv.end(), {"-include", toolchain.prelude});
+    }
+    argv.insert(argv.end(), {"-MF", depfile.string(), "-iquote", exercise.dir.string(), "-c", source.string(), "-o",
+                             object.string()});
   }
 
   // An unchanged submission is not compiled again: same source, interface,
   // compiler, flags, precompiled header, driver and isolation give the same object.
   fs::path cache_entry;
   if (!cache_dir.empty()) {
-    cache_entry = cache_dir / cache_key(toolchain, argv.front(), exercise, submission.text, argv, work_dir, pch,
-                                        driver->second, sandbox.describe());
+    cache_entry = cache_dir / cache_key(toolchain, exercise, submission.text, argv, work_dir, pch, driver->second,
+                                        sandbox.describe());
     if (fs::is_directory(cache_entry) && cached_copy(cache_entry, work_dir, products)) {
       std::error_code error;
       fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "errors.h"
@@ -165,7 +166,8 @@ std::string junit(const GradeReport& report) {
   property("max_score", fmt::format("{:g}", report.max_score));
   property("seed", std::to_string(report.seed));
   property("submission", report.submission);
-  if (nothing_ran(report)) {
+  // One test case "grade" holding an error: the verdict and its summary.
+  auto grade_error = [&](const std::optional<std::string>& text) {
     auto* testcase = doc.NewElement("testcase");
     testcase->SetAttribute("name", "grade");
     testcase->SetAttribute("classname", report.exercise.c_str());
@@ -173,12 +175,13 @@ std::string junit(const GradeReport& report) {
     auto* error = doc.NewElement("error");
     error->SetAttribute("type", verdict_name(report.verdict).c_str());
     error->SetAttribute("message", printable(first_line(report.summary)).c_str());
-    error->SetText(printable(stopped_output(report)).c_str());
+    if (text) error->SetText(printable(*text).c_str());
     testcase->InsertEndChild(error);
     suite->InsertEndChild(testcase);
     ++tests;
     ++errors;
-  }
+  };
+  if (nothing_ran(report)) grade_error(stopped_output(report));
   for (const auto& check : report.checks) {
     auto* testcase = doc.NewElement("testcase");
     testcase->SetAttribute("name", check.id.c_str());  // check ids are unique in exercise.yaml
@@ -206,19 +209,7 @@ std::string junit(const GradeReport& report) {
   }
   // Not passed, and no check failed (every one skipped: no GPU, no nvcc): one
   // error says why, so a CI never counts the grade as green.
-  if (report.verdict != Verdict::passed && failures == 0 && errors == 0) {
-    auto* testcase = doc.NewElement("testcase");
-    testcase->SetAttribute("name", "grade");
-    testcase->SetAttribute("classname", report.exercise.c_str());
-    testcase->SetAttribute("time", seconds(report.total_seconds).c_str());
-    auto* error = doc.NewElement("error");
-    error->SetAttribute("type", verdict_name(report.verdict).c_str());
-    error->SetAttribute("message", printable(first_line(report.summary)).c_str());
-    testcase->InsertEndChild(error);
-    suite->InsertEndChild(testcase);
-    ++tests;
-    ++errors;
-  }
+  if (report.verdict != Verdict::passed && failures == 0 && errors == 0) grade_error(std::nullopt);
   if (!report.program_stdout.empty()) {
     auto* out = doc.NewElement("system-out");
     out->SetText(printable(report.program_stdout).c_str());

@@ -60,7 +60,6 @@ Target resolve_target(const std::string& device) {
     throw UsageError("--device " + device + ": the devices are cpu, cuda and auto");
   }
   Target target;
-  target.nvcc = "";
   if (device == "cpu") {
     target.no_gpu = "the grade runs on the CPU (--device cpu)";
     return target;

@@ -72,12 +72,10 @@ struct AttentionFigure {
 // Where a grade runs the learner's code (--device): "cpu" or "cuda". On the
 // CPU, `no_gpu` says why no GPU check can run ("no CUDA device", "this
 // LibTorch is built without CUDA"); such checks are skipped with that reason,
-// never passed. `nvcc` is the CUDA compiler the grader was configured with
-// (empty: none), for exercises whose learner code is a CUDA kernel.
+// never passed.
 struct Target {
   std::string device = "cpu";
   std::string no_gpu = "the grade runs on the CPU";
-  std::string nvcc;
   bool on_gpu() const { return device == "cuda"; }
 };
 

@@ -61,18 +61,19 @@ struct OpContext : at::ObserverContext {
   std::string origin;       // of a host-made input, if any
   bool other_tensor = false;  // a tensor input that is not host-made (the input's data)
   bool device_given = false;
-  bool to_host = false;     // a move of a tensor on an accelerator to the CPU
 };
 
 void note_inputs(const at::RecordFunction& fn, OpContext& context) {
   bool& other_tensor = context.other_tensor;
+  bool to_cpu = false, from_accelerator = false;  // a move to the CPU counts only from elsewhere
   for (const auto& value : fn.inputs()) {
     if (value.isDevice()) {
       context.device_given = true;
-      if (value.toDevice().is_cpu()) context.to_host = true;
+      to_cpu |= value.toDevice().is_cpu();
     }
     auto note = [&](const at::Tensor& tensor) {
       if (!tensor.defined()) return;
+      from_accelerator |= !tensor.is_cpu();
       auto found = storage_of(tensor) ? host_made.find(storage_of(tensor)) : host_made.end();
       if (found != host_made.end()) {
         if (context.origin.empty()) context.origin = found->second.origin;
@@ -85,19 +86,13 @@ void note_inputs(const at::RecordFunction& fn, OpContext& context) {
       for (const auto& tensor : value.toTensorList()) note(tensor);
     }
   }
-  // A move to the CPU counts only where the tensor was not on it already.
-  bool from_accelerator = false;
-  for (const auto& value : fn.inputs()) {
-    if (value.isTensor() && value.toTensor().defined() && !value.toTensor().is_cpu()) from_accelerator = true;
-  }
-  context.to_host = context.to_host && from_accelerator && is_move(context.op);
   if (!context.origin.empty() && other_tensor && !is_move(context.op)) {
     events.insert("mixed " + context.op + " " + context.origin);
   }
   if (is_round_trip_read(context.op) && context.origin.empty()) {
     events.insert("item " + context.op);
   }
-  if (context.to_host) events.insert("to_host " + context.op);
+  if (is_move(context.op) && to_cpu && from_accelerator) events.insert("to_host " + context.op);
 }
 
 void note_outputs(const at::RecordFunction& fn, const OpContext& context) {

@@ -26,9 +26,9 @@ const std::set<std::string> kKinds = {
     "work_growth", "dependence", "no_builtins", "attention_scale", "attention_axis", "attention_mask", "refuses",
     "dropouts",    "dropout_in_training", "device_placement", "gpu_execution"};
 
-// The operator a device-mismatch error names ("masked_fill", with its
-// argument where the message gives one), or nothing when `error` is not one.
-std::optional<std::string> device_mismatch_in(const std::string& error) {
+}  // namespace
+
+std::optional<std::string> device_mismatch(const std::string& error) {
   if (error.find("same device") == std::string::npos && error.find("Expected object of device type") == std::string::npos)
     return std::nullopt;
   std::string op = "an operator";
@@ -54,6 +54,8 @@ std::optional<std::string> device_mismatch_in(const std::string& error) {
   }
   return op;
 }
+
+namespace {
 
 // A check option that is a comma-separated list ("dropout, layers.{L}.dropout"), each item trimmed.
 std::vector<std::string> option_list(const CheckSpec& spec, const std::string& key, const std::string& fallback) {
@@ -336,8 +338,6 @@ const wire::Record& planned_case(const std::vector<wire::Record>& cases, const s
   if (found == cases.end()) throw ConfigError(who + " needs the case '" + id + "', which is not planned");
   return *found;
 }
-
-std::optional<std::string> device_mismatch(const std::string& error) { return device_mismatch_in(error); }
 
 bool mentions_any(const std::string& text, const std::vector<std::string>& words) {
   auto lower = [](std::string value) {
@@ -747,8 +747,9 @@ CaseStatus Kit::status(const std::string& case_id) const {
 std::optional<CheckResult> Kit::explain_error(const std::string& check, const CaseRun& run) const {
   if (auto mismatch = device_mismatch(run.error()); mismatch && has_focus_point("device_placement")) {
     auto result = results_.fail(check, "tensors on different devices met in " + *mismatch +
-                                           ": a tensor made inside forward stays on the CPU while the input is on "
-                                           "the GPU; create it with the input's options (x.options(), x.device())");
+                                           ": a tensor of yours stays on the CPU while the input is on the GPU; "
+                                           "create tensors with the input's options (x.options(), x.device()) and "
+                                           "register constant ones as buffers");
     result.focus_point = "device_placement";
     result.evidence = {"your code threw on " + run.describe() + ": " + first_line(run.error())};
     return result;
@@ -1842,32 +1843,26 @@ std::vector<AttentionFigure> Kit::figures(const JudgeInput& input) {
 
 // ---- device placement ----
 
-std::vector<std::string> Kit::gpu_device_problems() const {
-  std::vector<std::string> problems;
+std::vector<Kit::DeviceProblem> Kit::gpu_device_problems() const {
+  std::vector<DeviceProblem> problems;
   std::set<std::string> seen;
   const auto wanted = target().device;
+  const auto& outputs = exercise_.signature.outputs;
   for (const auto& [id, run] : input_->cases) {
     if (auto op = device_mismatch(run.error())) {
-      auto line = "on " + run.describe() + ", tensors on different devices met in " + *op + ": " +
-                  first_line(run.error());
-      if (seen.insert(*op).second) problems.push_back(line);
+      if (seen.insert(*op).second) {
+        problems.push_back({"tensors on different devices met in " + *op + ": " + first_line(run.error()),
+                            run.describe()});
+      }
       continue;
     }
     if (run.threw()) continue;
-    for (const auto& name : keys_of(run.response.strings)) {
-      const auto suffix = std::string(".device");
-      if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-        continue;
-      const auto& device = run.response.strings.at(name);
-      const auto output = name.substr(0, name.size() - suffix.size());
-      // The forward's own outputs (what a driver reports besides, like a fit's losses, is the grader's).
-      const auto& outputs = exercise_.signature.outputs;
-      if (std::none_of(outputs.begin(), outputs.end(), [&](const auto& o) { return o.name == output; })) continue;
-      if (device.rfind(wanted, 0) == 0) continue;
-      if (seen.insert("output " + output).second) {
-        problems.push_back("on " + run.describe() + ", your " + output + " came back on " + device +
-                           " while the inputs were on " + wanted);
-      }
+    // The forward's own outputs (what a driver reports besides, like a fit's losses, is the grader's).
+    for (const auto& output : outputs) {
+      const auto device = run.response.string_or(output.name + ".device", wanted);
+      if (device.rfind(wanted, 0) == 0 || !seen.insert("output " + output.name).second) continue;
+      problems.push_back({"your " + output.name + " came back on " + device + " while the inputs were on " + wanted,
+                          run.describe()});
     }
   }
   return problems;
@@ -1913,9 +1908,9 @@ CheckResult Kit::device_placement(const CheckSpec& spec) const {
     }
   }
   if (target().on_gpu()) {
-    for (auto& line : gpu_device_problems()) {
-      if (message.empty()) message = "on the GPU, " + line.substr(line.find(", ") + 2);
-      evidence.push_back(std::move(line));
+    for (const auto& problem : gpu_device_problems()) {
+      if (message.empty()) message = "on the GPU, " + problem.what;
+      evidence.push_back("on " + problem.where + ", " + problem.what);
     }
   }
   if (!message.empty()) return results_.fail(spec.id, message, evidence);
@@ -1938,8 +1933,9 @@ CheckResult Kit::gpu_execution(const CheckSpec& spec) const {
   }
   auto problems = gpu_device_problems();
   if (!problems.empty()) {
-    auto message = "on the GPU, " + problems.front().substr(problems.front().find(", ") + 2);
-    return results_.fail(spec.id, message, problems);
+    std::vector<std::string> evidence;
+    for (const auto& problem : problems) evidence.push_back("on " + problem.where + ", " + problem.what);
+    return results_.fail(spec.id, "on the GPU, " + problems.front().what, evidence);
   }
   size_t ran = 0;
   for (const auto& [id, run] : input_->cases) ran += run.threw() ? 0 : 1;

@@ -158,8 +158,12 @@ class Kit : public Suite {
   CheckResult dropout_in_training(const CheckSpec& spec) const;
   CheckResult device_placement(const CheckSpec& spec) const;
   CheckResult gpu_execution(const CheckSpec& spec) const;
-  // Device-mismatch errors and outputs on another device than the cases', as evidence lines.
-  std::vector<std::string> gpu_device_problems() const;
+  // Device-mismatch errors and outputs on another device than the cases', first of each.
+  struct DeviceProblem {
+    std::string what;   // "your output came back on cpu while the inputs were on cuda"
+    std::string where;  // the case, described
+  };
+  std::vector<DeviceProblem> gpu_device_problems() const;
   std::vector<wire::Record> moved_twins(const CaseSpec& spec, const wire::Record& record,
                                         at::Generator& generator) const;
   CheckResult attention_scale(const CheckSpec& spec) const;
