@@ -169,6 +169,47 @@ std::vector<TensorSpec> tensor_specs(const Reader& read, const YAML::Node& node,
   return specs;
 }
 
+void parse_speed(const Reader& read, const YAML::Node& node, Exercise& exercise) {
+  if (!node.IsMap()) read.fail("'speed' must be a mapping (baseline, sizes, ...)");
+  for (const auto& entry : node) {
+    auto key = entry.first.as<std::string>();
+    if (key != "baseline" && key != "heads" && key != "causal" && key != "sizes")
+      read.fail("'speed." + key + "' is not known (baseline, heads, causal, sizes)");
+  }
+  auto& speed = exercise.speed;
+  speed.baseline = read.text(node, "baseline");
+  const auto& inputs = exercise.signature.inputs;
+  auto has_input = [&](const char* name) {
+    return std::any_of(inputs.begin(), inputs.end(), [&](const TensorSpec& t) { return t.name == name; });
+  };
+  if (speed.baseline == "attention") {
+    if (!has_input("query") || !has_input("key") || !has_input("value"))
+      read.fail("'speed.baseline: attention' needs signature inputs query, key and value");
+  } else if (speed.baseline == "self_attention") {
+    if (inputs.empty() || inputs.front().shape.size() != 3)
+      read.fail("'speed.baseline: self_attention' needs a first signature input of shape (B, N, D)");
+    speed.heads = read.text(node, "heads");
+  } else {
+    read.fail("'speed.baseline' must be attention or self_attention");
+  }
+  if (auto causal = node["causal"]) {
+    if (!YAML::convert<bool>::decode(causal, speed.causal)) read.fail("'speed.causal' must be true or false");
+  }
+  auto sizes = node["sizes"];
+  if (!sizes || !sizes.IsSequence() || sizes.size() == 0) read.fail("'speed.sizes' must be a non-empty list");
+  for (const auto& size : sizes) {
+    if (!size.IsMap()) read.fail("each of 'speed.sizes' must map dimensions to numbers");
+    std::map<std::string, int64_t> dims;
+    for (const auto& entry : size) {
+      int64_t number = 0;
+      if (!entry.second.IsScalar() || !YAML::convert<int64_t>::decode(entry.second, number) || number < 0)
+        read.fail("'speed.sizes': '" + entry.first.as<std::string>() + "' must be a number, not negative");
+      dims[entry.first.as<std::string>()] = number;
+    }
+    speed.sizes.push_back(dims);
+  }
+}
+
 void parse_kit_sections(const Reader& read, const YAML::Node& root, Exercise& exercise,
                         const std::set<std::string>& points) {
   if (auto signature = root["signature"]) {
@@ -226,6 +267,7 @@ void parse_kit_sections(const Reader& read, const YAML::Node& root, Exercise& ex
       exercise.error_rules.push_back(rule);
     }
   }
+  if (auto speed = root["speed"]) parse_speed(read, speed, exercise);
   std::set<std::string> mistakes;
   for (const auto& mistake : exercise.mistakes) mistakes.insert(mistake.id);
   for (const auto& feature : exercise.features) {

@@ -111,6 +111,17 @@ struct Limits {
   StepLimits run{30, 30, 1024, 32, 1024};
 };
 
+// `speed:`: what a grade on a GPU times once every check has passed, for
+// information (grader/speed.h): the learner's forward at each size against
+// the same attention in plain LibTorch operations and LibTorch's fused
+// scaled_dot_product_attention. No sizes: the exercise is not timed.
+struct SpeedSpec {
+  std::string baseline;   // "attention": inputs query, key, value (B, H, N, d); "self_attention": one input (B, N, D)
+  std::string heads;      // self_attention: the number of heads, an expression over a size's dims ("H")
+  bool causal = false;    // the baselines hide each query's later keys, as the exercise does
+  std::vector<std::map<std::string, int64_t>> sizes;  // dims, as a case gives them; float32 throughout
+};
+
 struct Exercise {
   std::string id;
   std::string title;
@@ -129,6 +140,7 @@ struct Exercise {
   std::vector<CaseSpec> cases;
   std::vector<FeatureSpec> features;
   std::vector<ErrorRule> error_rules;
+  SpeedSpec speed;
 
   const CaseSpec& case_spec(const std::string& id) const;
   const FocusPoint& focus_point(const std::string& id) const;

@@ -17,6 +17,7 @@
 #include "compile.h"
 #include "errors.h"
 #include "process.h"
+#include "speed.h"
 #include "toolchain.h"
 #include "wire.h"
 
@@ -82,6 +83,33 @@ Target resolve_target(const std::string& device) {
 }
 
 namespace {
+// The speed run of a passed submission (grader/speed.h): informational, so
+// whatever stops it is said in the table's note, and the verdict stands.
+SpeedReport time_forward(const ChildSpec& spec, const Exercise& exercise, const wire::Record& request) {
+  auto outcome = run_child(spec);
+  SpeedReport failed;
+  if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
+    failed.note = "not timed: the runner did not start (" + outcome.describe_end() + ")";
+    return failed;
+  }
+  if (!outcome.exited_cleanly() || outcome.timed_out || outcome.memory_exceeded) {
+    failed.note = "not timed: the speed run did not end normally (" + outcome.describe_end() + ")";
+    return failed;
+  }
+  try {
+    auto responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
+    if (responses.size() != 1) throw wire::WireError("expected one result");
+    if (responses.front().strings.count("load_error")) {
+      failed.note = "not timed: " + responses.front().strings.at("load_error");
+      return failed;
+    }
+    return read_speed(exercise, request, responses.front());
+  } catch (const wire::WireError& error) {
+    failed.note = std::string("not timed: the speed run's results are unreadable (") + error.what() + ")";
+    return failed;
+  }
+}
+
 // The GPU's device nodes, shown to a runner that grades on it.
 std::vector<std::string> gpu_device_nodes() {
   std::vector<std::string> nodes;
@@ -177,22 +205,31 @@ GradeReport grade(const GradeOptions& options) {
 
   // Run every case in one child process; only its result channel counts.
   auto requests = suite->plan(report.seed);
-  ChildSpec spec;
-  spec.argv = {fs::absolute(toolchain.runner).string()};
-  if (sandbox.seccomp) spec.argv.push_back("--seccomp");
-  spec.argv.push_back(compiled.shared_object.string());
-  spec.working_dir = scratch.path().string();
-  spec.request = wire::encode(requests);
-  spec.result_channel = true;
-  spec.limits = child_limits(run_limits);
-  spec.limits.stop_at_output_limit = true;
-  // The runner writes no file (its system-call filter refuses), and sees its
-  // scratch folder read-only.
-  Confinement run_view = confinement;
-  if (target.on_gpu()) run_view.devices = gpu_device_nodes();
-  run_view.read_only.push_back(run_view.writable);
-  run_view.writable.clear();
-  sandbox_child(sandbox, run_view, spec);
+  // The speed run's request is planned now, so a `speed:` that does not fit
+  // the signature is the exercise's error whatever the submission does.
+  std::optional<wire::Record> speed_request;
+  if (target.on_gpu() && options.speed && !exercise.speed.sizes.empty())
+    speed_request = plan_speed(exercise, report.seed, target.device);
+  auto runner_spec = [&](const std::vector<wire::Record>& records) {
+    ChildSpec spec;
+    spec.argv = {fs::absolute(toolchain.runner).string()};
+    if (sandbox.seccomp) spec.argv.push_back("--seccomp");
+    spec.argv.push_back(compiled.shared_object.string());
+    spec.working_dir = scratch.path().string();
+    spec.request = wire::encode(records);
+    spec.result_channel = true;
+    spec.limits = child_limits(run_limits);
+    spec.limits.stop_at_output_limit = true;
+    // The runner writes no file (its system-call filter refuses), and sees its
+    // scratch folder read-only.
+    Confinement run_view = confinement;
+    if (target.on_gpu()) run_view.devices = gpu_device_nodes();
+    run_view.read_only.push_back(run_view.writable);
+    run_view.writable.clear();
+    sandbox_child(sandbox, run_view, spec);
+    return spec;
+  };
+  auto spec = runner_spec(requests);
   auto run_start = Clock::now();
   auto outcome = run_child(spec);
   report.run_seconds = seconds_since(run_start);
@@ -311,17 +348,37 @@ GradeReport grade(const GradeOptions& options) {
   // A skipped check blocks a pass too: what was not assessed was not shown to
   // work. Checks that need a GPU, on a grade without one, are the exception:
   // the pass says they were not run.
-  if (failed == 0 && gpu_skipped == 0) return finish(Verdict::passed, "Every check passed.");
+  if (failed == 0 && gpu_skipped == 0) {
+    auto passed = finish(Verdict::passed, "Every check passed.");
+    if (speed_request) {
+      passed.speed = time_forward(runner_spec({*speed_request}), exercise, *speed_request);
+      passed.total_seconds = seconds_since(start);
+    }
+    return passed;
+  }
   if (failed == 0) {
     return finish(Verdict::passed, "Every check that runs without a GPU passed; " + std::to_string(gpu_skipped) +
                                        " GPU check(s) skipped: not GPU-verified (" + report.no_gpu + ").");
   }
   auto verdict = finish(Verdict::failed, "");
+  if (speed_request) verdict.speed.note = "not timed: the speed run follows a pass (timing wrong code says nothing)";
   size_t missed = 0;
   for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;
-  verdict.summary =
-      missed > 0 ? std::to_string(missed) + " focus point(s) missed; read the explanations below, fix, and grade again."
-                 : "No focus point could be assessed; read the reasons below.";
+  const auto first_skip = std::find_if(report.checks.begin(), report.checks.end(),
+                                       [](const CheckResult& c) { return c.status == CheckStatus::skipped; });
+  const bool none_failed = std::none_of(report.checks.begin(), report.checks.end(),
+                                        [](const CheckResult& c) { return c.status == CheckStatus::failed; });
+  if (missed > 0) {
+    verdict.summary = std::to_string(missed) + " focus point(s) missed; read the explanations below, fix, and grade again.";
+  } else if (none_failed && first_skip != report.checks.end()) {
+    // Nothing failed, but too little ran to pass (a CUDA kernel without a
+    // GPU): not a pass, and not the learner's mistake either.
+    verdict.summary = fmt::format("Not assessed: {} check(s) could not run here ({}); nothing was found wrong with "
+                                  "your code, and nothing was shown to work.",
+                                  failed, first_skip->message);
+  } else {
+    verdict.summary = "No focus point could be assessed; read the reasons below.";
+  }
   // One error everywhere (the untouched starter, say) is the thing to say.
   std::set<std::string> errors;
   for (const auto& [id, run] : input.cases) {

@@ -26,6 +26,7 @@ struct GradeOptions {
   bool figures = false;   // compute GradeReport::figures (for the HTML report)
   bool use_cache = true;  // reuse the compiled code of an unchanged submission (build_dir/cache)
   std::string device = "auto";  // cpu, cuda, or auto: cuda where this LibTorch sees a CUDA device
+  bool speed = true;            // on a GPU, time a passed submission (exercise.yaml `speed:`)
 };
 
 // Where a grade with `device` (cpu, cuda, auto) runs: throws UsageError for an

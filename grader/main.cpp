@@ -431,6 +431,9 @@ int main(int argc, char** argv) {
                  "where the learner's code runs: cuda (a GPU; refused without one), cpu, or auto (default: cuda "
                  "where this LibTorch sees a CUDA device)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  bool no_speed = false;
+  app.add_flag("--no-speed", no_speed,
+               "on a GPU, skip timing a passed submission against the unfused and fused attention (informational)");
   app.add_flag("--keep-scratch", options.keep_scratch, "keep the scratch folder of this grade for inspection");
   bool no_cache = false;
   app.add_flag("--no-cache", no_cache, "compile even an unchanged submission again");
@@ -456,6 +459,7 @@ int main(int argc, char** argv) {
     options.project_root = std::filesystem::absolute(root);
     options.build_dir = std::filesystem::absolute(build);
     options.use_cache = !no_cache;
+    options.speed = !no_speed;
     if (options.exercise == "list") return grader::list(options.project_root);
     if (options.exercise == "solution") return grader::solution(options.project_root, paths, reveal);
     if (options.exercise == "hint") return grader::hint(options.project_root, paths, focus);

@@ -266,6 +266,8 @@ std::string render_text(const GradeReport& report, bool color) {
     out += "\n";
   }
 
+  if (auto table = speed_text(report.speed); !table.empty()) out += table + "\n";
+
   out += p.dim(fmt::format("compile {:.1f} s{}, run {:.1f} s, total {:.1f} s", report.compile_seconds,
                            report.compile_cached ? " (unchanged, cached)" : "", report.run_seconds,
                            report.total_seconds)) +
@@ -317,6 +319,36 @@ std::string render_json(const GradeReport& report) {
                     {"compile_cached", report.compile_cached},
                     {"run_seconds", report.run_seconds},
                     {"total_seconds", report.total_seconds}};
+  if (report.speed.ran || !report.speed.note.empty()) {
+    const auto& speed = report.speed;
+    nlohmann::ordered_json item;
+    item["ran"] = speed.ran;
+    item["note"] = speed.note;
+    if (speed.ran) {
+      item["device_name"] = speed.device_name;
+      item["method"] = speed.method;
+      item["copy_gb_s"] = speed.copy_gb_s;
+      item["matmul_tflops"] = speed.matmul_tflops;
+      item["suspicious"] = speed.suspicious();
+      item["sizes"] = nlohmann::ordered_json::array();
+      for (const auto& row : speed.rows) {
+        nlohmann::ordered_json size = {{"size", row.size}};
+        if (!row.error.empty()) size["error"] = row.error;
+        size["learner_ms"] = row.learner_ms;
+        size["unfused_ms"] = row.unfused_ms;
+        size["fused_ms"] = row.fused_ms;
+        if (row.learner_ms > 0 && row.unfused_ms > 0) size["ratio_to_unfused"] = row.learner_ms / row.unfused_ms;
+        if (row.learner_ms > 0 && row.fused_ms > 0) size["ratio_to_fused"] = row.learner_ms / row.fused_ms;
+        size["attention_matrix_mb"] = row.attention_matrix_mb;
+        size["learner_peak_mb"] = row.learner_peak_mb;
+        size["unfused_peak_mb"] = row.unfused_peak_mb;
+        size["fused_peak_mb"] = row.fused_peak_mb;
+        size["flags"] = row.flags;
+        item["sizes"].push_back(size);
+      }
+    }
+    json["speed"] = item;
+  }
   // Learner output may hold invalid UTF-8: replace it rather than fail.
   return json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "checks/check.h"
+#include "speed.h"
 
 namespace grader {
 
@@ -52,6 +53,7 @@ struct GradeReport {
   std::vector<AttentionFigure> figures;  // drawn by the HTML report; computed only when asked for
   std::string device = "cpu";            // where the learner's code ran: cpu or cuda
   std::string no_gpu;                    // on the CPU: why nothing was GPU-verified
+  SpeedReport speed;                     // timed on a GPU after a pass (exercise.yaml `speed:`), informational
 
   // Whether `check` earns its weight: it passed, and the verdict is passed or
   // failed (forbidden code, a crash or a compile error earns nothing).

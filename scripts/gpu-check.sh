@@ -2,7 +2,7 @@
 # gpu-check.sh: builds the grader against a CUDA LibTorch and runs the GPU
 # subset on a machine with an NVIDIA GPU.
 #
-#   scripts/gpu-check.sh [build|test|all]      (default: all)
+#   scripts/gpu-check.sh [build|test|speed|all]      (default: all; test includes speed)
 #
 # LibTorch comes from the pip-installed torch of `python3` (or Torch_DIR).
 # The other dependencies come from Debian packages: installed ones, or, on a
@@ -107,9 +107,9 @@ configure_and_build() {
 # corpus must
 # fail there with that focus point missed: the wrong submissions whose label
 # (NAME.expect.yaml) names device_placement among the missed focus points.
-grade_json() {  # exercise file out: the JSON report in out
+grade_json() {  # exercise file out [options]: the JSON report in out
   "$build/grader/grade" --root "$root" --build-dir "$build" "$1" --submission "$2" --device cuda --format json \
-    >"$3" 2>"$3.stderr" || true
+    "${@:4}" >"$3" 2>"$3.stderr" || true
 }
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($1)" "$2" 2>/dev/null; }
 run_gpu_subset() {
@@ -127,9 +127,10 @@ run_gpu_subset() {
     exercise="$(basename "$(dirname "$(dirname "$expect")")")"
     jobs_list+=("wrong $exercise $submission $logs/reports/$exercise.$(basename "$submission" .cpp).json")
   done
+  # Timing is the speed stage's, one grade at a time: not here, where grades share the GPU.
   for job in "${jobs_list[@]}"; do
     read -r kind exercise file out <<<"$job"
-    grade_json "$exercise" "$file" "$out" &
+    grade_json "$exercise" "$file" "$out" --no-speed &
   done
   wait
   for job in "${jobs_list[@]}"; do
@@ -152,11 +153,55 @@ run_gpu_subset() {
   ((failures == 0))
 }
 
+# The speed stage, one grade at a time so that nothing else shares the GPU:
+# the model solutions of the timed exercises (`speed:` in exercise.yaml) must
+# pass with an unflagged table, and the corpus files labelled
+# `speed_suspicious: true` must be flagged. The tables go to speed.txt.
+run_speed() {
+  local failures=0 rows=()
+  mkdir -p "$logs/reports"
+  : >"$logs/speed.txt"
+  local jobs_list=()
+  for yaml in "$root"/exercises/*/exercise.yaml; do
+    grep -q "^speed:" "$yaml" || continue
+    local exercise
+    exercise="$(basename "$(dirname "$yaml")")"
+    for solution in "$root/solutions/$exercise"/*.cpp; do jobs_list+=("solution $exercise $solution"); done
+  done
+  for expect in $(grep -l "^speed_suspicious: true" "$root"/tests/submissions/*/*/*.expect.yaml); do
+    local exercise
+    exercise="$(basename "$(dirname "$(dirname "$expect")")")"
+    jobs_list+=("suspicious $exercise ${expect%.expect.yaml}.cpp")
+  done
+  for job in "${jobs_list[@]}"; do
+    read -r kind exercise file <<<"$job"
+    local out="$logs/reports/$exercise.$(basename "$file" .cpp).speed.json"
+    grade_json "$exercise" "$file" "$out"
+    "$build/grader/grade" --root "$root" --build-dir "$build" "$exercise" --submission "$file" --device cuda \
+      --color never >"$out.txt" 2>&1 || true
+    { echo "== $exercise $(basename "$file") ($kind)"; sed -n '/^Speed on/,/yardsticks/p' "$out.txt"; } >>"$logs/speed.txt"
+    local ran suspicious
+    ran="$(field "r.get('speed', {}).get('ran')" "$out" || echo None)"
+    suspicious="$(field "r.get('speed', {}).get('suspicious')" "$out" || echo None)"
+    if [[ "$kind" == solution && "$ran" == True && "$suspicious" == False ]] ||
+      [[ "$kind" == suspicious && "$ran" == True && "$suspicious" == True ]]; then
+      rows+=("PASS speed $kind $exercise/$(basename "$file")")
+    else
+      rows+=("FAIL speed $kind $exercise/$(basename "$file"): ran $ran, suspicious $suspicious"); failures=$((failures + 1))
+    fi
+  done
+  cat "$logs/speed.txt"
+  printf '%s\n' "${rows[@]}" | tee "$logs/speed-subset.txt"
+  say "speed: ${#rows[@]} grades, $failures failed"
+  ((failures == 0))
+}
+
 facts
 setup_prefix
 case "$stage" in
   build) configure_and_build ;;
-  test) run_gpu_subset ;;
-  all) configure_and_build && run_gpu_subset ;;
-  *) say "unknown stage '$stage' (build, test, all, fetch-debs)"; exit 64 ;;
+  test) run_gpu_subset && run_speed ;;
+  speed) run_speed ;;
+  all) configure_and_build && run_gpu_subset && run_speed ;;
+  *) say "unknown stage '$stage' (build, test, speed, all, fetch-debs)"; exit 64 ;;
 esac

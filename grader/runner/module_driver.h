@@ -2,7 +2,8 @@
 // case for any module or function, so an exercise's driver.cpp is a few lines
 // that say how to construct the learner's module and how to call forward.
 //
-// Request (planned by kit::ModuleKit): kind ("construct" | "forward"),
+// Request (planned by kit::ModuleKit): kind ("construct" | "forward" |
+//   "speed": grader/runner/speed_timer.h, planned by grader/speed.h),
 //   ctor.<argument> (ints or reals), dtype, train, input.<name>,
 //   param.<name>, [grad_output.<output>]
 // Response: constructed, parameters (names and shapes), shared_parameters
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "runner/driver_api.h"
+#include "runner/speed_timer.h"
 
 namespace grader::driver {
 
@@ -43,6 +45,8 @@ class Inputs {
       tensors_.emplace_back(key.substr(6), copy);
     }
   }
+  // Tensors used as they are (the speed run's fresh inputs, already on the device).
+  explicit Inputs(std::vector<std::pair<std::string, at::Tensor>> tensors) : tensors_(std::move(tensors)) {}
   const at::Tensor& operator()(const std::string& name) const {
     for (const auto& [key, tensor] : tensors_) {
       if (key == name) return tensor;
@@ -69,6 +73,15 @@ template <typename... T>
 Outputs outputs_of(const std::vector<std::string>& names, const std::tuple<T...>& tuple) {
   Outputs out;
   std::apply([&](const auto&... tensors) { (out.emplace_back(names.at(out.size()), tensors), ...); }, tuple);
+  return out;
+}
+
+// What a forward returned, as a list (the speed run's view).
+inline std::vector<at::Tensor> tensors_of(const at::Tensor& tensor) { return {tensor}; }
+template <typename... T>
+std::vector<at::Tensor> tensors_of(const std::tuple<T...>& tuple) {
+  std::vector<at::Tensor> out;
+  std::apply([&](const auto&... tensors) { (out.push_back(tensors), ...); }, tuple);
   return out;
 }
 
@@ -107,6 +120,13 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   auto module = make();
   response.ints["constructed"] = 1;
   if (request.string("kind") == "construct") return;
+  if (request.string("kind") == "speed") {
+    module->to(case_device(request), at::kFloat);
+    module->eval();
+    return speed::time_forward(request, response, [&](const speed::Tensors& tensors) {
+      return tensors_of(forward(module, Inputs(tensors)));
+    });
+  }
 
   std::ostringstream names, dropouts, shared;
   std::vector<std::pair<const void*, std::string>> seen;
@@ -178,6 +198,10 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
 template <typename Call>
 void run_function_case(const wire::Record& request, wire::Record& response, Call call) {
   response.ints["constructed"] = 1;
+  if (request.string("kind") == "speed") {
+    return speed::time_forward(request, response,
+                               [&](const speed::Tensors& tensors) { return tensors_of(call(Inputs(tensors))); });
+  }
   const bool want_grad = request.has_tensor("grad_output");
   Inputs inputs(request, case_dtype(request), want_grad);
   Outputs outputs;
