@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <random>
 #include <set>
 
@@ -180,6 +181,55 @@ GradeReport grade(const GradeOptions& options) {
     return report;
   };
 
+  // Run every case in one child process; only its result channel counts.
+  auto requests = suite->plan(report.seed);
+  // The speed run's request is planned now, so a `speed:` that does not fit
+  // the signature is the exercise's error whatever the submission does.
+  std::optional<wire::Record> speed_request;
+  if (target.on_gpu() && options.speed && !exercise.speed.sizes.empty())
+    speed_request = plan_speed(exercise, report.seed, target.device);
+  // Where the compile puts the shared object (compile.h).
+  const auto shared_object = scratch.path() / "submission.so";
+  auto runner_spec = [&](const std::vector<wire::Record>& records) {
+    ChildSpec spec;
+    spec.argv = {fs::absolute(toolchain.runner).string()};
+    if (sandbox.seccomp) spec.argv.push_back("--seccomp");
+    spec.argv.push_back(shared_object.string());
+    spec.working_dir = scratch.path().string();
+    if (!records.empty()) spec.request = wire::encode(records);
+    spec.result_channel = true;
+    spec.limits = child_limits(run_limits);
+    spec.limits.stop_at_output_limit = true;
+    // The runner writes no file (its system-call filter refuses), and sees its
+    // scratch folder read-only.
+    Confinement run_view = confinement;
+    if (target.on_gpu()) run_view.devices = gpu_device_nodes();
+    run_view.read_only.push_back(run_view.writable);
+    run_view.writable.clear();
+    sandbox_child(sandbox, run_view, spec);
+    return spec;
+  };
+  // The runner starts now and loads LibTorch while the submission compiles
+  // (two cores, two jobs); its request, and its clock, wait for the compile.
+  // Whatever ends this grade early abandons it.
+  std::promise<std::optional<std::string>> request_ready;
+  auto early_spec = runner_spec({});
+  early_spec.deferred_request = request_ready.get_future().share();
+  auto running = std::async(std::launch::async, [&early_spec] { return run_child(early_spec); });
+  struct Abandon {
+    std::promise<std::optional<std::string>>& ready;
+    std::future<ChildOutcome>& running;
+    bool delivered = false;
+    ~Abandon() {
+      if (delivered) return;
+      ready.set_value(std::nullopt);
+      try {
+        running.get();
+      } catch (...) {
+      }
+    }
+  } abandon{request_ready, running};
+
   // Compile.
   auto compiled = compile_submission(toolchain, exercise, submission, scratch.path(),
                                      options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
@@ -203,35 +253,13 @@ GradeReport grade(const GradeOptions& options) {
     return finish(Verdict::compile_error, "Your code does not compile; the compiler's messages are above.");
   }
 
-  // Run every case in one child process; only its result channel counts.
-  auto requests = suite->plan(report.seed);
-  // The speed run's request is planned now, so a `speed:` that does not fit
-  // the signature is the exercise's error whatever the submission does.
-  std::optional<wire::Record> speed_request;
-  if (target.on_gpu() && options.speed && !exercise.speed.sizes.empty())
-    speed_request = plan_speed(exercise, report.seed, target.device);
-  auto runner_spec = [&](const std::vector<wire::Record>& records) {
-    ChildSpec spec;
-    spec.argv = {fs::absolute(toolchain.runner).string()};
-    if (sandbox.seccomp) spec.argv.push_back("--seccomp");
-    spec.argv.push_back(compiled.shared_object.string());
-    spec.working_dir = scratch.path().string();
-    spec.request = wire::encode(records);
-    spec.result_channel = true;
-    spec.limits = child_limits(run_limits);
-    spec.limits.stop_at_output_limit = true;
-    // The runner writes no file (its system-call filter refuses), and sees its
-    // scratch folder read-only.
-    Confinement run_view = confinement;
-    if (target.on_gpu()) run_view.devices = gpu_device_nodes();
-    run_view.read_only.push_back(run_view.writable);
-    run_view.writable.clear();
-    sandbox_child(sandbox, run_view, spec);
-    return spec;
-  };
-  auto spec = runner_spec(requests);
+  if (compiled.shared_object != shared_object)
+    throw GraderFault("the compiled submission is at " + compiled.shared_object.string() + ", not " +
+                      shared_object.string());
   auto run_start = Clock::now();
-  auto outcome = run_child(spec);
+  request_ready.set_value(wire::encode(requests));
+  abandon.delivered = true;
+  auto outcome = running.get();
   report.run_seconds = seconds_since(run_start);
   report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
   report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);

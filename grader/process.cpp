@@ -160,7 +160,8 @@ ChildOutcome run_child(const ChildSpec& spec) {
 
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   Pipe out = make_pipe(), err = make_pipe(), request, result;
-  if (!spec.request.empty()) request = make_pipe();
+  const bool deferred = spec.deferred_request.valid();
+  if (!spec.request.empty() || deferred) request = make_pipe();
   if (spec.result_channel) result = make_pipe();
 
   std::unique_ptr<Cgroup> cgroup;
@@ -198,8 +199,11 @@ ChildOutcome run_child(const ChildSpec& spec) {
   }
 
   size_t request_sent = 0;
-  auto deadline =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_seconds));
+  const auto wall = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_seconds));
+  auto deadline = start + wall;
+  // A deferred request: nothing to write, and no wall clock, until it arrives.
+  std::string request_text = spec.request;
+  bool waiting_for_request = deferred;
   int status = 0;
   bool reaped = false;
   while (true) {
@@ -207,12 +211,24 @@ ChildOutcome run_child(const ChildSpec& spec) {
       pid_t done = waitpid(pid, &status, WNOHANG);
       if (done == pid) reaped = true;
     }
+    if (waiting_for_request &&
+        spec.deferred_request.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      waiting_for_request = false;
+      auto text = spec.deferred_request.get();
+      if (!text) {
+        outcome.abandoned = true;
+        break;
+      }
+      request_text = std::move(*text);
+      if (request_text.empty()) close_fd(request.write);
+      deadline = Clock::now() + wall;
+    }
     bool streams_open = out.read >= 0 || err.read >= 0 || result.read >= 0;
     // Once the child has exited, grandchildren may still hold the pipes: they
     // are killed below, so stop reading when nothing more arrives.
     if (reaped && !streams_open) break;
     auto now = Clock::now();
-    if (now >= deadline) {
+    if (now >= deadline && !waiting_for_request) {
       outcome.timed_out = !reaped;
       break;
     }
@@ -229,19 +245,20 @@ ChildOutcome run_child(const ChildSpec& spec) {
     for (int fd : {out.read, err.read, result.read}) {
       if (fd >= 0) fds.push_back({fd, POLLIN, 0});
     }
-    if (request.write >= 0) fds.push_back({request.write, POLLOUT, 0});
+    if (request.write >= 0 && !waiting_for_request) fds.push_back({request.write, POLLOUT, 0});
     int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
     wait_ms = std::min(wait_ms, reaped ? 100 : 50);
+    if (waiting_for_request) wait_ms = 2;  // looks for the request's arrival
     int ready = poll(fds.data(), fds.size(), wait_ms);
     if (ready < 0 && errno != EINTR) break;
     if (ready == 0 && reaped) break;  // exited, and nothing more is coming
     for (const auto& entry : fds) {
       if (entry.revents == 0) continue;
       if (entry.fd == request.write) {
-        ssize_t wrote = write(request.write, spec.request.data() + request_sent, spec.request.size() - request_sent);
+        ssize_t wrote = write(request.write, request_text.data() + request_sent, request_text.size() - request_sent);
         if (wrote > 0) request_sent += static_cast<size_t>(wrote);
         if (wrote < 0 && errno != EAGAIN && errno != EINTR) close_fd(request.write);
-        if (request_sent == spec.request.size()) close_fd(request.write);
+        if (request_sent == request_text.size()) close_fd(request.write);
       } else if (entry.fd == out.read) {
         drain(out.read, outcome.stdout_text, spec.limits.output_bytes, outcome.stdout_truncated);
       } else if (entry.fd == err.read) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,7 @@ struct ChildOutcome {
   bool memory_exceeded = false;  // the kernel killed something of it for memory
   bool process_cap_hit = false;  // a fork or thread creation was refused
   bool output_exceeded = false;  // stopped at the output limit
+  bool abandoned = false;        // the deferred request never came: killed before it ran anything asked of it
 
   bool exited_cleanly() const { return started && !timed_out && term_signal == 0 && exit_code == 0; }
   std::string describe_end() const;  // "exit status 3", "killed by signal 11 (Segmentation fault)", ...
@@ -51,6 +54,11 @@ struct ChildSpec {
   std::vector<std::string> extra_env;  // NAME=value, added to a minimal environment
   std::string working_dir;
   std::string request;          // written to fd 3 in the child; empty: fd 3 is closed
+  // Instead of `request`: a request that becomes known later (the child is
+  // started early, to load its libraries while the parent still works). The
+  // wall-clock limit counts from its arrival; nullopt abandons the child
+  // (killed, ChildOutcome::abandoned).
+  std::shared_future<std::optional<std::string>> deferred_request;
   bool result_channel = false;  // give the child fd 4 to write its results to
   ChildLimits limits;
   bool use_cgroup = false;           // run it in its own cgroup (memory, processes, CPU time)
