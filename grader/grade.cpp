@@ -87,8 +87,14 @@ namespace {
 // The speed run of a passed submission (grader/speed.h): informational, so
 // whatever stops it is said in the table's note, and the verdict stands.
 SpeedReport time_forward(const ChildSpec& spec, const Exercise& exercise, const wire::Record& request) {
-  auto outcome = run_child(spec);
   SpeedReport failed;
+  ChildOutcome outcome;
+  try {
+    outcome = run_child(spec);
+  } catch (const std::exception& error) {  // the grader's trouble; the verdict stands
+    failed.note = std::string("not timed: the grader could not start the speed run (") + error.what() + ")";
+    return failed;
+  }
   if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
     failed.note = "not timed: the runner did not start (" + outcome.describe_end() + ")";
     return failed;
@@ -105,7 +111,7 @@ SpeedReport time_forward(const ChildSpec& spec, const Exercise& exercise, const 
       return failed;
     }
     return read_speed(exercise, request, responses.front());
-  } catch (const wire::WireError& error) {
+  } catch (const std::exception& error) {
     failed.note = std::string("not timed: the speed run's results are unreadable (") + error.what() + ")";
     return failed;
   }

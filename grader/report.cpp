@@ -334,6 +334,7 @@ std::string render_json(const GradeReport& report) {
       for (const auto& row : speed.rows) {
         nlohmann::ordered_json size = {{"size", row.size}};
         if (!row.error.empty()) size["error"] = row.error;
+        if (!row.baseline_error.empty()) size["baseline_error"] = row.baseline_error;
         size["learner_ms"] = row.learner_ms;
         size["unfused_ms"] = row.unfused_ms;
         size["fused_ms"] = row.fused_ms;

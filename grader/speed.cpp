@@ -144,6 +144,7 @@ SpeedReport read_speed(const Exercise& exercise, const wire::Record& request, co
     const auto work = work_of(exercise, speed.sizes[i]);
     row.attention_matrix_mb = work.score_elements * 4 / (1024.0 * 1024.0);
     row.error = response.string_or(key(i, "error"), "");
+    row.baseline_error = response.string_or(key(i, "baseline_error"), "");
     row.learner_ms = real_or(response, key(i, "learner_ms"), 0);
     row.unfused_ms = real_or(response, key(i, "unfused_ms"), 0);
     row.fused_ms = real_or(response, key(i, "fused_ms"), 0);
@@ -201,6 +202,7 @@ std::string speed_text(const SpeedReport& report) {
                        ratio(row.learner_ms, row.fused_ms), mb(row.attention_matrix_mb), mb(row.learner_peak_mb),
                        mb(row.fused_peak_mb));
     for (const auto& flag : row.flags) out += "    ! suspicious: " + flag + "\n";
+    if (!row.baseline_error.empty()) out += "    (the grader's baselines failed at this size: " + row.baseline_error + ")\n";
   }
   out += fmt::format("  yardsticks measured in this run: device copy {:.0f} GB/s, float32 matmul {:.1f} TFLOP/s\n",
                      report.copy_gb_s, report.matmul_tflops);

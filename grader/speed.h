@@ -28,6 +28,7 @@ struct SpeedRow {
   double fused_peak_mb = -1;
   double attention_matrix_mb = 0;  // one (B, H, Nq, Nk) float32 matrix: what a flash-style kernel never stores
   std::string error;               // the learner's code failed at this size
+  std::string baseline_error;      // the grader's baselines failed at this size (not the learner's doing)
   std::vector<std::string> flags;  // why the result is suspicious
 };
 

@@ -183,6 +183,14 @@ TEST(Speed, AFailedRunSaysWhyAndAFailedSizeKeepsTheOthers) {
   EXPECT_EQ(report.rows[2].error, "CUDA out of memory. Tried to allocate 4.00 GiB");
   EXPECT_TRUE(report.rows[0].error.empty());
   EXPECT_NE(speed_text(report).find("your code failed at this size"), std::string::npos);
+
+  // The grader's own baselines failing is said as such, never blamed on the learner.
+  response = plausible_response(exercise);
+  response.strings["speed.1.baseline_error"] = "no kernel image is available";
+  report = read_speed(exercise, request, response);
+  EXPECT_TRUE(report.rows[1].error.empty());
+  EXPECT_EQ(report.rows[1].baseline_error, "no kernel image is available");
+  EXPECT_NE(speed_text(report).find("the grader's baselines failed"), std::string::npos);
 }
 
 }  // namespace
