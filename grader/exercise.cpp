@@ -221,6 +221,13 @@ void parse_kit_sections(const Reader& read, const YAML::Node& root, Exercise& ex
         exercise.signature.constructor.emplace_back(entry.first.as<std::string>(), entry.second.Scalar());
       }
     }
+    if (auto arguments = signature["arguments"]) {
+      if (!arguments.IsMap()) read.fail("'signature.arguments' must map argument names to expressions");
+      for (const auto& entry : arguments) {
+        if (!entry.second.IsScalar()) read.fail("'signature.arguments' values must be expressions");
+        exercise.signature.arguments.emplace_back(entry.first.as<std::string>(), entry.second.Scalar());
+      }
+    }
     exercise.signature.inputs = tensor_specs(read, signature["inputs"], "signature.inputs");
     exercise.signature.outputs = tensor_specs(read, signature["outputs"], "signature.outputs");
     exercise.signature.parameters = tensor_specs(read, signature["parameters"], "signature.parameters");

@@ -47,6 +47,9 @@ struct TensorSpec {
 // What the learner's module (or function) takes and returns, from `signature:`.
 struct Signature {
   std::vector<std::pair<std::string, std::string>> constructor;  // argument -> expression ("D", "H", "0.1")
+  // A function's integer arguments beside its tensors (argument -> dimension
+  // expression: "query_offset: P"); the driver reads them with Inputs::argument.
+  std::vector<std::pair<std::string, std::string>> arguments;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<TensorSpec> parameters;  // loaded into the module by name

@@ -14,6 +14,7 @@
 #include "mini_encoder_reference.h"
 #include "ffn_reference.h"
 #include "multi_head_attention.h"
+#include "rotary.h"
 #include "sinusoidal_encoding.h"
 #include "softmax_cuda_reference.h"
 
@@ -145,6 +146,52 @@ TEST_F(Reference, PositionalEncodingFollowsThePaper) {
     reference::PositionalEncodingVariant variant;
     bend(variant);
     EXPECT_FALSE(at::allclose(reference::sinusoidal_table(30, 6), reference::sinusoidal_table(30, 6, variant)));
+  }
+}
+
+// RoPE against the complex-number form: each pair (x_i, x_{i+d/2}) is the
+// complex number x_i + j x_{i+d/2}, turned by multiplying with exp(j p theta_i),
+// theta_i written with std::pow; then its two defining properties.
+TEST_F(Reference, RopeIsTheComplexRotation) {
+  const int64_t B = 2, H = 3, N = 5, d = 8, half = d / 2, offset = 7;
+  auto x = at::randn({B, H, N, d}, at::kDouble);
+  auto angles = at::empty({N, half}, at::kDouble);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t i = 0; i < half; ++i) {
+      angles[n][i] = static_cast<double>(offset + n) * std::pow(10000.0, -2.0 * static_cast<double>(i) / d);
+    }
+  }
+  auto turned = at::complex(x.slice(-1, 0, half), x.slice(-1, half, d)) * at::polar(at::ones_like(angles), angles);
+  expect_close(at::cat({at::real(turned), at::imag(turned)}, -1), reference::apply_rope(x, offset));
+  // Lengths are kept, token by token.
+  expect_close(x.norm(2, -1), reference::apply_rope(x, offset).norm(2, -1));
+  // The scores depend on the positions' difference only: shifting both offsets changes nothing.
+  auto q = at::randn({B, H, 4, d}, at::kDouble), k = at::randn({B, H, 6, d}, at::kDouble);
+  auto v = at::randn({B, H, 6, 4}, at::kDouble);
+  auto [out, weights] = reference::rope_attention(q, k, v, 3, 5);
+  auto [shifted_out, shifted_weights] = reference::rope_attention(q, k, v, 103, 105);
+  expect_close(weights, shifted_weights);
+  expect_close(out, shifted_out);
+  // ... and it is attention on the rotated query and key, with value as it is.
+  auto [plain, plain_weights] = reference::scaled_dot_product_attention(
+      reference::apply_rope(q, 3), reference::apply_rope(k, 5), v);
+  expect_close(plain, out);
+  expect_close(plain_weights, weights);
+  // Every mistake variant gives other results on a decoding-like case: in the
+  // attention or, for a shift of every position (invisible to attention by the
+  // property above), in the rotated query.
+  using Bend = void (*)(reference::RopeAttentionVariant&);
+  for (Bend bend : std::vector<Bend>{
+           [](auto& v) { v.rope.interleaved = true; }, [](auto& v) { v.rope.reversed = true; },
+           [](auto& v) { v.rope.sin_cos_swapped = true; }, [](auto& v) { v.rope.exponent = 1.0; },
+           [](auto& v) { v.rope.position_shift = 1; }, [](auto& v) { v.rope.offset_ignored = true; },
+           [](auto& v) { v.value_rotated = true; }, [](auto& v) { v.not_rotated = true; },
+           [](auto& v) { v.query_offset_for_keys = true; }}) {
+    reference::RopeAttentionVariant variant;
+    bend(variant);
+    auto [bent, bent_weights] = reference::rope_attention(q, k, v, 3, 5, variant);
+    EXPECT_FALSE(at::allclose(out, bent) &&
+                 at::allclose(reference::apply_rope(q, 3), reference::apply_rope(q, 3, variant.rope)));
   }
 }
 

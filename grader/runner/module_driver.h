@@ -4,7 +4,7 @@
 //
 // Request (planned by kit::ModuleKit): kind ("construct" | "forward" |
 //   "speed": grader/runner/speed_timer.h, planned by grader/speed.h),
-//   ctor.<argument> (ints or reals), dtype, train, input.<name>,
+//   ctor.<argument> (ints or reals), arg.<argument> (a function's ints), dtype, train, input.<name>,
 //   param.<name>, [grad_output.<output>]
 // Response: constructed, parameters (names and shapes), shared_parameters
 //   (one line "name other" for each parameter that is the very tensor of an
@@ -35,6 +35,9 @@ class Inputs {
  public:
   Inputs(const wire::Record& request, at::ScalarType dtype, bool want_grad) {
     const auto device = case_device(request);
+    for (const auto& [key, value] : request.ints) {
+      if (key.rfind("arg.", 0) == 0) arguments_.emplace_back(key.substr(4), value);
+    }
     for (const auto& [key, tensor] : request.tensors) {
       if (key.rfind("input.", 0) != 0) continue;
       auto copy = tensor.to(device, /*non_blocking=*/false, /*copy=*/true);
@@ -54,9 +57,17 @@ class Inputs {
     return undefined_;
   }
   const std::vector<std::pair<std::string, at::Tensor>>& all() const { return tensors_; }
+  // An integer argument of the signature's `arguments:` (a position offset, say).
+  int64_t argument(const std::string& name) const {
+    for (const auto& [key, value] : arguments_) {
+      if (key == name) return value;
+    }
+    TORCH_CHECK(false, "the grader sent no argument '", name, "' (exercise.yaml's signature.arguments)");
+  }
 
  private:
   std::vector<std::pair<std::string, at::Tensor>> tensors_;
+  std::vector<std::pair<std::string, int64_t>> arguments_;
   at::Tensor undefined_;
 };
 

@@ -419,6 +419,9 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
   for (const auto& [name, expression] : sig.constructor) {
     put_constructor_argument(record, name, evaluate(expression, spec.dims));
   }
+  for (const auto& [name, expression] : sig.arguments) {
+    record.ints["arg." + name] = evaluate_dim(expression, spec.dims);
+  }
   for (const auto& input : sig.inputs) {
     if (input.kind == "attention_mask") {
       auto mask = make_mask(spec, input, spec.dims, generator);

@@ -1,0 +1,26 @@
+// Wrong (not in the mistake list): the positions come from torch::arange with
+// no device, converted to x's dtype only. Right numbers on the CPU; on a GPU the
+// product with the frequencies mixes devices.
+#include "rope.h"
+
+#include <cmath>
+
+torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset) {
+  const int64_t n = x.size(-2), d = x.size(-1), half = d / 2;
+  auto theta = torch::pow(10000.0, torch::arange(0, d, 2, x.options()) * (-1.0 / d));
+  auto pos = torch::arange(offset, offset + n).to(x.dtype());
+  auto angles = pos.unsqueeze(1) * theta.unsqueeze(0);  // (N, d/2)
+  auto cos = angles.cos(), sin = angles.sin();
+  auto x1 = x.slice(-1, 0, half), x2 = x.slice(-1, half, d);
+  return torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
+}
+
+std::tuple<torch::Tensor, torch::Tensor> rope_attention(const torch::Tensor& query, const torch::Tensor& key,
+                                                        const torch::Tensor& value, int64_t query_offset,
+                                                        int64_t key_offset) {
+  auto q = apply_rope(query, query_offset);
+  auto k = apply_rope(key, key_offset);
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(query.size(-1)));
+  auto weights = torch::softmax(scores, -1);
+  return {torch::matmul(weights, value), weights};
+}
