@@ -9,10 +9,13 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "encoder_block_reference.h"
 #include "mini_encoder_reference.h"
 #include "ffn_reference.h"
+#include "grouped_query_attention.h"
 #include "multi_head_attention.h"
 #include "rotary.h"
 #include "sinusoidal_encoding.h"
@@ -418,6 +421,72 @@ TEST_F(Reference, MhsaMistakeVariantsAreDistinguishable) {
   std::vector<at::Tensor> outputs;
   for (const auto& variant : variants)
     outputs.push_back(reference::multi_head_self_attention(x, p, heads, variant).output);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      EXPECT_FALSE(at::allclose(outputs[i], outputs[j], 1e-6, 1e-6)) << "variants " << i << " and " << j;
+    }
+  }
+}
+
+std::map<std::string, at::Tensor> gqa_parameters(int64_t dim, int64_t kv_width) {
+  const double s = 1 / std::sqrt(static_cast<double>(dim));
+  return {{"q_proj.weight", at::randn({dim, dim}, at::kDouble) * s},
+          {"k_proj.weight", at::randn({kv_width, dim}, at::kDouble) * s},
+          {"v_proj.weight", at::randn({kv_width, dim}, at::kDouble) * s},
+          {"out_proj.weight", at::randn({dim, dim}, at::kDouble) * s}};
+}
+
+// Written the slow way, one query head at a time: head h takes rows
+// h*hd.. of q_proj and the kv head g = h / group's rows of k_proj and v_proj.
+TEST_F(Reference, GqaIsPerHeadAttentionOnTheSharedKvHead) {
+  for (auto [dim, heads, kv] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{24, 6, 2}, {24, 6, 3}, {16, 4, 1}}) {
+    const int64_t hd = dim / heads, group = heads / kv;
+    auto x = at::randn({2, 5, dim}, at::kDouble);
+    auto p = gqa_parameters(dim, kv * hd);
+    std::vector<at::Tensor> outs;
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t g = h / group;
+      auto q = at::matmul(x, p["q_proj.weight"].narrow(0, h * hd, hd).t());
+      auto k = at::matmul(x, p["k_proj.weight"].narrow(0, g * hd, hd).t());
+      auto v = at::matmul(x, p["v_proj.weight"].narrow(0, g * hd, hd).t());
+      auto w = at::softmax(at::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(hd)), -1);
+      outs.push_back(at::matmul(w, v));
+    }
+    auto want = at::matmul(at::cat(outs, -1), p["out_proj.weight"].t());
+    expect_close(want, reference::grouped_query_attention(x, p, heads, kv).output);
+  }
+}
+
+// num_kv_heads = num_heads is multi-head attention (zero biases).
+TEST_F(Reference, GqaWithAsManyKvHeadsIsMultiHeadAttention) {
+  const int64_t dim = 24, heads = 4;
+  auto x = at::randn({2, 5, dim}, at::kDouble);
+  auto p = gqa_parameters(dim, dim);
+  reference::Parameters mhsa = p;
+  for (const char* name : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+    mhsa[std::string(name) + ".bias"] = at::zeros({dim}, at::kDouble);
+  }
+  expect_close(reference::multi_head_self_attention(x, mhsa, heads).output,
+               reference::grouped_query_attention(x, p, heads, heads).output);
+  EXPECT_THROW(reference::grouped_query_attention(x, p, heads, 3), c10::Error);
+}
+
+TEST_F(Reference, GqaMistakeVariantsAreDistinguishable) {
+  const int64_t dim = 24, heads = 6, kv = 3;
+  auto x = at::randn({2, 5, dim}, at::kDouble);
+  auto p = gqa_parameters(dim, kv * dim / heads);
+  std::vector<reference::GqaVariant> variants(1);
+  for (double scale : {1.0, 1.0 / std::sqrt(24.0), 1.0 / 4}) variants.emplace_back().attention.scale = scale;
+  variants.emplace_back().attention.softmax_dim = -2;
+  variants.emplace_back().sharing = reference::KvSharing::tiled;
+  variants.emplace_back().split_transposes = false;
+  variants.emplace_back().merge_transposes = false;
+  variants.emplace_back().output_projection = false;
+  variants.emplace_back().value_uses_key_projection = true;
+  std::vector<at::Tensor> outputs;
+  for (const auto& variant : variants) {
+    outputs.push_back(reference::grouped_query_attention(x, p, heads, kv, variant).output);
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (size_t j = i + 1; j < outputs.size(); ++j) {
       EXPECT_FALSE(at::allclose(outputs[i], outputs[j], 1e-6, 1e-6)) << "variants " << i << " and " << j;

@@ -1051,6 +1051,35 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
     }
     return results_.fail(spec.id, "the grader loads weights by name and shape: register exactly " + names, evidence);
   }
+  if (spec.option("exact") == "true") {
+    // Nothing registered beyond the signature: a bias the statement leaves
+    // out, or a projection wider than it says, is a different module.
+    std::set<std::string> named;
+    int64_t want = 0;
+    for (const auto& param : parameters_of(exercise_.signature.parameters, dims)) {
+      named.insert(param.name);
+      int64_t count = 1;
+      for (auto size : shape_of(param, dims)) count *= size;
+      want += count;
+    }
+    std::vector<std::string> extra;
+    int64_t have_count = 0;
+    for (const auto& line : split_lines(have)) {
+      std::istringstream in(line);
+      std::string name;
+      in >> name;
+      int64_t count = 1, size = 0;
+      while (in >> size) count *= size;
+      have_count += count;
+      if (!named.count(name)) extra.push_back("registered but not in the interface: " + line);
+    }
+    if (!extra.empty()) {
+      extra.push_back(fmt::format("your module has {} parameters in all; the interface's module has {} ({})",
+                                  have_count, want, names));
+      return results_.fail(spec.id, "your module registers parameters the interface does not have: register exactly " +
+                                        names, extra);
+    }
+  }
   auto dropout = spec.option("dropout");
   if (!dropout.empty() && !registered_dropout(run, dropout)) {
     return results_.fail(spec.id, "no Dropout submodule is registered under the name '" + dropout + "'");

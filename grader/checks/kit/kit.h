@@ -5,7 +5,8 @@
 // kind covers. Parent side only: nothing here runs in the learner's process.
 //
 // Check kinds (the `kind:` of a check, default its id):
-//   parameters     every signature parameter was loaded by name
+//   parameters     every signature parameter was loaded by name (exact: true:
+//                  and nothing else is registered: no bias the signature lacks)
 //   rejects        constructing with `constructor:` arguments must throw
 //   refuses        forward on `cases` (each with the trait expect: error) must throw,
 //                  the message naming one of the comma-separated words of `mentions`

@@ -1,0 +1,14 @@
+// Child side of exercise_gqa: the kit's module driver, told how to build the
+// learner's module and how to call its forward.
+#include "gqa.h"
+#include "runner/module_driver.h"
+
+extern "C" void grader_run_case(const grader::wire::Record& request, grader::wire::Record& response) {
+  grader::driver::run_module_case(
+      request, response,
+      [&] {
+        return GroupedQueryAttention(request.integer("ctor.dim"), request.integer("ctor.num_heads"),
+                                     request.integer("ctor.num_kv_heads"));
+      },
+      [](GroupedQueryAttention& module, const grader::driver::Inputs& in) { return module->forward(in("x")); });
+}
