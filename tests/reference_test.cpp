@@ -15,6 +15,7 @@
 #include "encoder_block_reference.h"
 #include "mini_encoder_reference.h"
 #include "ffn_reference.h"
+#include "flash_attention.h"
 #include "grouped_query_attention.h"
 #include "multi_head_attention.h"
 #include "rotary.h"
@@ -487,6 +488,62 @@ TEST_F(Reference, GqaMistakeVariantsAreDistinguishable) {
   for (const auto& variant : variants) {
     outputs.push_back(reference::grouped_query_attention(x, p, heads, kv, variant).output);
   }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      EXPECT_FALSE(at::allclose(outputs[i], outputs[j], 1e-6, 1e-6)) << "variants " << i << " and " << j;
+    }
+  }
+}
+
+// Query by query, key by key: the definition with plain loops and std::exp.
+TEST_F(Reference, FlashReferenceIsTheDefinition) {
+  const int64_t nq = 5, nk = 9, d = 4;
+  auto q = at::randn({1, 1, nq, d}, at::kDouble), k = at::randn({1, 1, nk, d}, at::kDouble),
+       v = at::randn({1, 1, nk, 3}, at::kDouble);
+  for (bool causal : {false, true}) {
+    auto want = at::zeros({1, 1, nq, 3}, at::kDouble);
+    for (int64_t i = 0; i < nq; ++i) {
+      const int64_t last = causal ? i + nk - nq : nk - 1;
+      std::vector<double> e;
+      double top = -1e300, total = 0;
+      for (int64_t j = 0; j <= last; ++j) {
+        e.push_back(at::dot(q[0][0][i], k[0][0][j]).item<double>() / 2.0);
+        top = std::max(top, e.back());
+      }
+      for (auto& x : e) total += (x = std::exp(x - top));
+      for (int64_t j = 0; j <= last; ++j) want[0][0][i] += v[0][0][j] * (e[j] / total);
+    }
+    expect_close(want, reference::flash_reference(q, k, v, causal, 4));
+  }
+}
+
+// The online recurrence equals the exact softmax for any block size, ragged
+// last block, causal or not, queries fewer than keys.
+TEST_F(Reference, OnlineSoftmaxEqualsExactAttention) {
+  auto q = at::randn({2, 3, 37, 8}, at::kDouble) * 2, k = at::randn({2, 3, 53, 8}, at::kDouble) * 2,
+       v = at::randn({2, 3, 53, 5}, at::kDouble);
+  for (bool causal : {false, true}) {
+    auto exact = reference::flash_reference(q, k, v, causal, 16);
+    for (int64_t block : {1, 7, 16, 53, 64}) {
+      expect_close(exact, reference::online_softmax_attention(q, k, v, causal, block));
+    }
+  }
+  EXPECT_THROW(reference::flash_reference(k, q, q, true, 16), c10::Error);  // Nq > Nk, causal
+}
+
+TEST_F(Reference, FlashMistakeVariantsAreDistinguishable) {
+  auto q = at::randn({1, 2, 20, 8}, at::kDouble) * 2, k = at::randn({1, 2, 45, 8}, at::kDouble) * 2,
+       v = at::randn({1, 2, 45, 4}, at::kDouble);
+  std::vector<reference::FlashVariant> variants(1);
+  variants.emplace_back().scale = 1.0;
+  variants.emplace_back().scale = 1.0 / 8;
+  variants.emplace_back().causal_top_left = true;
+  variants.emplace_back().causal_ignored = true;
+  variants.emplace_back().stale_accumulator = true;
+  variants.emplace_back().stale_sum = true;
+  variants.emplace_back().last_block_dropped = true;
+  std::vector<at::Tensor> outputs;
+  for (const auto& variant : variants) outputs.push_back(reference::flash_reference(q, k, v, true, 16, variant));
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (size_t j = i + 1; j < outputs.size(); ++j) {
       EXPECT_FALSE(at::allclose(outputs[i], outputs[j], 1e-6, 1e-6)) << "variants " << i << " and " << j;

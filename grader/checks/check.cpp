@@ -119,7 +119,11 @@ Comparison compare(const at::Tensor& expected, const at::Tensor& got, const Tole
   auto worst = error.flatten().argmax().item<int64_t>();
   if (!bad.flatten()[worst].item<bool>()) worst = first;
   std::ostringstream out;
-  out << flat.numel() << " of " << want.numel() << " elements differ; max abs error " << format_number(max_error)
+  out << flat.numel() << " of " << want.numel() << " elements differ";
+  // NaN is left out of the largest error: say how many there are.
+  const auto unexpected_nan = (nan_have & ~nan_want).sum().item<int64_t>();
+  if (unexpected_nan > 0) out << " (" << unexpected_nan << " NaN where a number is expected)";
+  out << "; max abs error " << format_number(max_error)
       << "; at " << index_string(worst, want.sizes()) << " expected "
       << format_number(want.flatten()[worst].item<double>()) << ", got "
       << format_number(have.flatten()[worst].item<double>());

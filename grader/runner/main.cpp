@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
       std::string events;
       for (const auto& event : recorder.device_events()) events += event + '\n';
       response.strings["device_events"] = events;
+      response.strings["largest_output"] = recorder.largest_output();
       response.ints["recording_intact"] = recorder.intact() ? 1 : 0;
     }
     responses.push_back(std::move(response));

@@ -42,6 +42,27 @@ const void* storage_of(const at::Tensor& tensor) {
 }
 std::set<std::string> events;
 
+// The largest storage an operator returned inside the forward scope, at any
+// depth: the biggest single allocation of the forward (a view or an
+// expand shares its base's storage, so it is not counted as new memory).
+struct Largest {
+  size_t bytes = 0;
+  std::string op, shape;
+} largest;
+
+void note_size(const at::RecordFunction& fn, const std::string& op) {
+  for (const auto& value : fn.outputs()) {
+    if (!value.isTensor()) continue;
+    const auto& tensor = value.toTensor();
+    if (!tensor.defined() || !tensor.has_storage()) continue;
+    const size_t bytes = tensor.storage().nbytes();
+    if (bytes <= largest.bytes) continue;
+    std::string shape;
+    for (auto size : tensor.sizes()) shape += (shape.empty() ? "" : " ") + std::to_string(size);
+    largest = {bytes, op, shape};
+  }
+}
+
 const std::set<std::string>& factories() {
   static const std::set<std::string> names = {
       "aten::ones",     "aten::zeros",       "aten::full",         "aten::empty",       "aten::empty_strided",
@@ -151,6 +172,7 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* base) {
   }
   if (context->op.empty()) return;
   --depth;
+  note_size(fn, context->op);
   if (context->watched) note_outputs(fn, *context);
 }
 
@@ -175,6 +197,7 @@ void OpRecorder::start(const std::string& marker) {
   depth = 0;
   host_made.clear();
   events.clear();
+  largest = {};
   recording = true;
 }
 
@@ -188,6 +211,12 @@ std::map<std::string, long> OpRecorder::stop() {
 std::vector<std::string> OpRecorder::device_events() const {
   std::lock_guard<std::mutex> lock(counts_mutex);
   return {events.begin(), events.end()};
+}
+
+std::string OpRecorder::largest_output() const {
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  if (largest.bytes == 0) return "";
+  return std::to_string(largest.bytes) + " " + largest.op + " " + largest.shape;
 }
 
 bool OpRecorder::intact() const { return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks(); }

@@ -31,6 +31,9 @@ class OpRecorder {
   //   "item <op>"             a value read back to the host (.item())
   //   "to_host <op>"          a tensor on an accelerator moved to the CPU
   std::vector<std::string> device_events() const;
+  // The largest storage an operator returned inside the forward scope since
+  // start(): "<bytes> <op> <size> <size> ...", empty when none.
+  std::string largest_output() const;
   // False if learner code switched recording off or removed the callback.
   bool intact() const;
 };

@@ -1,0 +1,166 @@
+// Parent side of exercise_flash_attention: the reference with its replayable
+// block-wise mistakes, and the memory check on the largest tensor the runner
+// saw made during the call; everything else is exercise.yaml and the kit.
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "checks/kit/kit.h"
+#include "flash_attention.h"
+
+namespace grader {
+namespace {
+
+using reference::FlashVariant;
+using Bend = std::function<void(FlashVariant&, double d)>;
+
+// Each replayable mistake of exercise.yaml, as a bend of the reference.
+const std::map<std::string, Bend>& bends() {
+  static const std::map<std::string, Bend> table = {
+      {"stale_accumulator", [](auto& v, double) { v.stale_accumulator = true; }},
+      {"stale_sum", [](auto& v, double) { v.stale_sum = true; }},
+      {"last_block_dropped", [](auto& v, double) { v.last_block_dropped = true; }},
+      {"causal_top_left", [](auto& v, double) { v.causal_top_left = true; }},
+      {"causal_ignored", [](auto& v, double) { v.causal_ignored = true; }},
+      {"no_scaling", [](auto& v, double) { v.scale = 1.0; }},
+      {"scaled_by_d", [](auto& v, double d) { v.scale = 1.0 / d; }},
+  };
+  return table;
+}
+
+kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
+  FlashVariant variant;
+  for (const auto& mistake : mistakes) bends().at(mistake)(variant, static_cast<double>(data.dims.at("d")));
+  return {{"output", reference::flash_reference(data.inputs.at("query"), data.inputs.at("key"),
+                                                data.inputs.at("value"), data.dims.at("causal") != 0,
+                                                data.dims.at("block"), variant)}};
+}
+
+std::string bytes_text(double bytes) {
+  if (bytes >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
+  return fmt::format("{:.0f} KiB", bytes / 1024.0);
+}
+
+// What the runner saw: "<bytes> <op> <size> ...".
+struct Largest {
+  double bytes = 0, elements = 1;
+  std::string op, shape;
+};
+std::optional<Largest> largest_of(const CaseRun& run) {
+  std::istringstream in(run.response.string_or("largest_output", ""));
+  Largest l;
+  if (!(in >> l.bytes >> l.op)) return std::nullopt;
+  int64_t size = 0;
+  while (in >> size) {
+    l.shape += (l.shape.empty() ? "" : ", ") + std::to_string(size);
+    l.elements *= static_cast<double>(size);
+  }
+  l.shape = "(" + l.shape + ")";
+  return l;
+}
+
+// The allowance: 1.5 times the largest of the inputs, the output and one
+// block of scores for every query (B, H, Nq, block_size), in the case's
+// dtype. The full score matrix is at least 4 times larger on both cases.
+CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  std::vector<std::string> evidence;
+  std::string passed;
+  for (const auto& id : spec.cases) {
+    const auto& run = kit.input().at(id);
+    if (run.threw()) return results.threw(spec.id, run);
+    if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
+    if (!run.response.ints.count("recording_intact") || run.response.ints.at("recording_intact") == 0) {
+      return results.fail(spec.id, "the operator trace was switched off during the call, so the memory used cannot be "
+                                   "measured: leave LibTorch's RecordFunction alone");
+    }
+    auto largest = largest_of(run);
+    if (!largest) return results.skip(spec.id, "not assessed: no tensor was made during the call on " + run.describe());
+    const auto dims = kit.data_of(run).dims;
+    const double bh = static_cast<double>(dims.at("B") * dims.at("H"));
+    const double nq = static_cast<double>(dims.at("Nq")), nk = static_cast<double>(dims.at("Nk"));
+    const double item = run.request.string_or("dtype", "float64") == "float32" ? 4 : 8;
+    const double largest_given = bh * std::max({nq * dims.at("d"), nk * dims.at("d"), nk * dims.at("d_v"),
+                                                nq * dims.at("d_v"), nq * dims.at("block")});
+    const double allowed = 1.5 * largest_given * item, full = bh * nq * nk * item;
+    const auto line = fmt::format(
+        "{}: the largest tensor made during the call is {} ({} from {}); the full score matrix would be {} "
+        "(B*H*Nq*Nk = {:.0f} elements); allowed: {} (1.5 x the largest of the inputs, the output and one block "
+        "of scores for every query, B*H*Nq*block_size)",
+        run.describe(), bytes_text(largest->bytes), largest->shape, largest->op, bytes_text(full), bh * nq * nk,
+        bytes_text(allowed));
+    evidence.push_back(line);
+    if (largest->bytes > allowed) {
+      // By elements, not bytes: a bool (Nq, Nk) mask is the full matrix too.
+      const bool quadratic = largest->elements >= nq * nk / 4;
+      return results.fail(
+          spec.id,
+          quadratic ? "your code makes a tensor with as many elements as the (Nq, Nk) score matrix, or a large part "
+                      "of it: keep one block of keys' scores at a time, and build the causal mask per block"
+                    : "your code makes a tensor larger than one block of scores needs: visit the keys block_size at "
+                      "a time and keep only the running max, sum and output between blocks",
+          evidence);
+    }
+    passed += (passed.empty() ? "" : "; ") + fmt::format("{} on {}x{}", bytes_text(largest->bytes),
+                                                         dims.at("Nq"), dims.at("Nk"));
+  }
+  return results.pass(spec.id, "the largest tensor made during the call: " + passed +
+                                   ", far below the full score matrix");
+}
+
+// With the causal mask, a query can meet a block whose keys are all hidden:
+// the block's max is -inf, and exp(s - max) = exp(-inf - (-inf)) is NaN
+// unless guarded. cases[0] is causal with such blocks; cases[1] has no mask,
+// to tell this apart from NaN of another origin.
+CheckResult hidden_blocks(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at(spec.cases.at(0));
+  if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto output = learner_tensor(run, "output", why);
+  if (!output) return results.skip(spec.id, "not assessed: " + why);
+  const auto dims = kit.data_of(run).dims;
+  const auto nq = dims.at("Nq"), nk = dims.at("Nk"), block = dims.at("block");
+  if (output->dim() != 4 || output->size(2) != nq) {
+    return results.skip(spec.id, "not assessed: the output has shape " + shape_string(output->sizes()));
+  }
+  auto nan_rows = at::isnan(output->to(at::kDouble)).any(-1).any(0).any(0);  // (Nq,)
+  if (!nan_rows.any().item<bool>()) {
+    return results.pass(spec.id, "no NaN where a whole block of keys is hidden from a query");
+  }
+  const auto& plain = kit.input().at(spec.cases.at(1));
+  if (auto other = learner_tensor(plain, "output", why); other && at::isnan(*other).any().item<bool>()) {
+    return results.skip(spec.id, "not assessed: your output has NaN without any mask too (see the numerics checks)");
+  }
+  std::vector<int64_t> rows, hidden;
+  for (int64_t i = 0; i < nq; ++i) {
+    if (nan_rows[i].item<bool>()) rows.push_back(i);
+    // Query i sees keys 0 .. i + Nk - Nq; the blocks past that are wholly hidden.
+    if (i + nk - nq + 1 <= ((nk - 1) / block) * block) hidden.push_back(i);
+  }
+  return results.fail(
+      spec.id,
+      "your output is NaN for queries from which a whole block of keys is hidden by the causal mask: that block's "
+      "max is -inf and exp(-inf - (-inf)) is NaN. Skip such blocks, or subtract 0 where the max is -inf",
+      {"input: " + run.describe(),
+       fmt::format("queries with NaN: {}", fmt::join(rows, " ")),
+       fmt::format("queries with a block of {} keys wholly hidden (query i sees keys up to i + {}): {}", block,
+                   nk - nq, fmt::join(hidden, " "))});
+}
+
+}  // namespace
+
+std::unique_ptr<Suite> make_suite_exercise_flash_attention(const Exercise& exercise) {
+  auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
+  suite->custom("block_memory", block_memory);
+  suite->measurement("hidden_blocks", hidden_blocks);
+  return suite;
+}
+
+}  // namespace grader
