@@ -17,6 +17,7 @@
 #include "ffn_reference.h"
 #include "flash_attention.h"
 #include "grouped_query_attention.h"
+#include "kv_cache.h"
 #include "multi_head_attention.h"
 #include "rotary.h"
 #include "sinusoidal_encoding.h"
@@ -548,6 +549,83 @@ TEST_F(Reference, FlashMistakeVariantsAreDistinguishable) {
     for (size_t j = i + 1; j < outputs.size(); ++j) {
       EXPECT_FALSE(at::allclose(outputs[i], outputs[j], 1e-6, 1e-6)) << "variants " << i << " and " << j;
     }
+  }
+}
+
+// ---- exercise_kv_cache ----
+
+reference::Parameters kv_parameters(int64_t dim) {
+  reference::Parameters p;
+  for (const char* name : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+    p[std::string(name) + ".weight"] = at::randn({dim, dim}, at::kDouble) / std::sqrt(static_cast<double>(dim));
+  }
+  return p;
+}
+
+// Token by token with the RoPE reference: query n at position n against keys
+// 0..n at positions 0..n, per head, heads concatenated and projected.
+TEST_F(Reference, KvCausalAttentionIsRopeAttentionTokenByToken) {
+  const int64_t dim = 16, heads = 2, hd = dim / heads, n = 6;
+  auto x = at::randn({2, n, dim}, at::kDouble);
+  auto p = kv_parameters(dim);
+  auto heads_of = [&](const char* name) {
+    return at::matmul(x, p[std::string(name) + ".weight"].t()).view({2, n, heads, hd}).permute({0, 2, 1, 3});
+  };
+  auto q = heads_of("q_proj"), k = heads_of("k_proj"), v = heads_of("v_proj");
+  std::vector<at::Tensor> rows;
+  for (int64_t i = 0; i < n; ++i) {
+    auto [out, weights] = reference::rope_attention(q.narrow(2, i, 1), k.narrow(2, 0, i + 1), v.narrow(2, 0, i + 1),
+                                                    i, 0);
+    rows.push_back(out);  // (B, H, 1, hd)
+  }
+  auto merged = at::cat(rows, 2).permute({0, 2, 1, 3}).reshape({2, n, dim});
+  expect_close(at::matmul(merged, p["out_proj.weight"].t()), reference::causal_self_attention(x, p, heads));
+  auto [keys, values] = reference::cache_contents(x, p, heads);
+  for (int64_t i = 0; i < n; ++i) expect_close(reference::apply_rope(k.narrow(2, i, 1), i), keys.narrow(2, i, 1));
+  expect_close(v, values);
+}
+
+// Any schedule of calls, after a previous sequence and a reset or not, gives
+// the one-pass result.
+TEST_F(Reference, KvCachedDecodingEqualsOnePassForEverySchedule) {
+  const int64_t dim = 16, heads = 4, n = 9;
+  auto x = at::randn({2, n, dim}, at::kDouble), previous = at::randn({2, 5, dim}, at::kDouble);
+  auto p = kv_parameters(dim);
+  auto want = reference::causal_self_attention(x, p, heads);
+  for (auto [first, step] : std::vector<std::pair<int64_t, int64_t>>{{n, 1}, {1, 1}, {3, 2}, {4, 3}, {2, 100}}) {
+    expect_close(want, reference::cached_decoding(x, {}, p, heads, first, step));
+    expect_close(want, reference::cached_decoding(x, previous, p, heads, first, step));
+  }
+}
+
+TEST_F(Reference, KvCacheMistakeVariantsAreDistinguishable) {
+  const int64_t dim = 16, heads = 2, n = 8;
+  auto x = at::randn({1, n, dim}, at::kDouble), previous = at::randn({1, 3, dim}, at::kDouble);
+  auto p = kv_parameters(dim);
+  std::vector<reference::KvCacheVariant> variants(1);
+  variants.emplace_back().positions_restart = true;
+  variants.emplace_back().cache_replaced = true;
+  variants.emplace_back().chunk_unmasked = true;
+  variants.emplace_back().chunk_mask_top_left = true;
+  variants.emplace_back().diagonal_hidden = true;
+  variants.emplace_back().reset_ignored = true;
+  variants.emplace_back().cached_keys_unrotated = true;
+  variants.emplace_back().values_rotated = true;
+  variants.emplace_back().scale = 1.0;
+  std::vector<at::Tensor> outputs;
+  for (const auto& variant : variants) outputs.push_back(reference::cached_decoding(x, previous, p, heads, 3, 2, variant));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      EXPECT_FALSE(at::allclose(outputs[i], outputs[j], 1e-6, 1e-6)) << "variants " << i << " and " << j;
+    }
+  }
+  // Fed in one call from an empty cache, only the mask and scale mistakes show.
+  auto one_pass = reference::causal_self_attention(x, p, heads);
+  for (size_t i = 1; i < variants.size(); ++i) {
+    const bool shows = variants[i].chunk_unmasked || variants[i].diagonal_hidden || variants[i].values_rotated ||
+                       variants[i].scale.has_value();
+    EXPECT_EQ(shows, !at::allclose(one_pass, reference::cached_decoding(x, {}, p, heads, n, 1, variants[i]), 1e-9, 1e-9))
+        << "variant " << i;
   }
 }
 

@@ -123,22 +123,12 @@ inline void backward_and_report(const wire::Record& request, wire::Record& respo
   for (const auto& [key, tensor] : parameters) put_tensor(response, "grad.param." + key, tensor.grad());
 }
 
-// Runs one case against a module: `make()` constructs it from the request's
-// ctor.* values, `forward(module, inputs)` calls it and returns a tensor or a
-// tuple of tensors.
-template <typename Make, typename Forward>
-void run_module_case(const wire::Record& request, wire::Record& response, Make make, Forward forward) {
-  auto module = make();
-  response.ints["constructed"] = 1;
-  if (request.string("kind") == "construct") return;
-  if (request.string("kind") == "speed") {
-    module->to(case_device(request), at::kFloat);
-    module->eval();
-    return speed::time_forward(request, response, [&](const speed::Tensors& tensors) {
-      return tensors_of(forward(module, Inputs(tensors)));
-    });
-  }
-
+// Reports what the constructed module registered (parameters, shared ones,
+// dropouts), moves it to the case's device and dtype, loads the case's
+// parameters by name and sets the mode. False when a parameter could not be
+// loaded (reported as missing_parameters): the case goes no further.
+template <typename Module>
+bool prepare_module(const wire::Record& request, wire::Record& response, Module& module) {
   std::ostringstream names, dropouts, shared;
   std::vector<std::pair<const void*, std::string>> seen;
   for (const auto& item : module->named_parameters()) {
@@ -163,8 +153,7 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   }
   response.strings["dropouts"] = dropouts.str();
 
-  const auto dtype = case_dtype(request);
-  module->to(case_device(request), dtype);
+  module->to(case_device(request), case_dtype(request));
   std::string missing;
   auto parameters = module->named_parameters();
   for (const auto& [key, tensor] : request.tensors) {
@@ -180,7 +169,7 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   }
   if (!missing.empty()) {
     response.strings["missing_parameters"] = missing;
-    return;
+    return false;
   }
   // Registered buffers as .to(dtype) left them: "name dtype requires_grad size...".
   std::ostringstream buffers;
@@ -191,8 +180,27 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   }
   response.strings["buffers"] = buffers.str();
   module->train(request.integer_or("train", 0) != 0);
+  return true;
+}
+
+// Runs one case against a module: `make()` constructs it from the request's
+// ctor.* values, `forward(module, inputs)` calls it and returns a tensor or a
+// tuple of tensors.
+template <typename Make, typename Forward>
+void run_module_case(const wire::Record& request, wire::Record& response, Make make, Forward forward) {
+  auto module = make();
+  response.ints["constructed"] = 1;
+  if (request.string("kind") == "construct") return;
+  if (request.string("kind") == "speed") {
+    module->to(case_device(request), at::kFloat);
+    module->eval();
+    return speed::time_forward(request, response, [&](const speed::Tensors& tensors) {
+      return tensors_of(forward(module, Inputs(tensors)));
+    });
+  }
+  if (!prepare_module(request, response, module)) return;
   const bool want_grad = request.has_tensor("grad_output");
-  Inputs inputs(request, dtype, want_grad);
+  Inputs inputs(request, case_dtype(request), want_grad);
   Outputs outputs;
   {
     ForwardScope scope(request);
@@ -203,6 +211,43 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   std::vector<std::pair<std::string, at::Tensor>> params;
   for (const auto& item : module->named_parameters()) params.emplace_back(item.key(), item.value());
   backward_and_report(request, response, outputs, inputs, params);
+}
+
+// A multi-step case (a decoder fed its tokens over several calls): each call
+// of learner code goes through step(), which opens the forward scope around it
+// alone, so the runner's trace counts the work of every call separately
+// (scope_macs), and notes the call's label in the response's "calls", one
+// line per call in the same order.
+class Steps {
+ public:
+  Steps(const wire::Record& request, wire::Record& response) : request_(request), response_(response) {}
+  template <typename Call>
+  auto step(const std::string& label, Call call) {
+    response_.strings["calls"] += label + '\n';
+    ForwardScope scope(request_);
+    return call();
+  }
+
+ private:
+  const wire::Record& request_;
+  wire::Record& response_;
+};
+
+// Runs a multi-step case: `make()` as above; `steps(module, inputs, Steps&)`
+// makes its learner calls through Steps::step and returns the case's outputs
+// (a tensor or a tuple), assembled from the calls. No gradients are taken.
+template <typename Make, typename Run>
+void run_module_steps(const wire::Record& request, wire::Record& response, Make make, Run run) {
+  auto module = make();
+  response.ints["constructed"] = 1;
+  if (request.string("kind") == "construct") return;
+  TORCH_CHECK(request.string("kind") == "forward", "a multi-step case has no '", request.string("kind"), "' run");
+  if (!prepare_module(request, response, module)) return;
+  Inputs inputs(request, case_dtype(request), /*want_grad=*/false);
+  Steps steps(request, response);
+  for (const auto& [name, tensor] : outputs_of(output_names(request), run(module, inputs, steps))) {
+    put_tensor(response, name, tensor);
+  }
 }
 
 // The same for a free function: `call(inputs)` returns a tensor or a tuple.

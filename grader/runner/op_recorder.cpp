@@ -63,6 +63,37 @@ void note_size(const at::RecordFunction& fn, const std::string& op) {
   }
 }
 
+// Multiply-adds of the matrix products run inside each forward scope, one
+// entry per entry into the scope (a multi-step case calls learner code once per
+// step). Counted at every depth on the products LibTorch's matmul, linear and
+// einsum come down to, so a product is counted once whichever call made it.
+std::vector<double> scope_macs;
+
+double product_macs(const std::string& op, const at::RecordFunction& fn) {
+  std::vector<at::Tensor> tensors;
+  for (const auto& value : fn.inputs()) {
+    if (value.isTensor() && value.toTensor().defined()) tensors.push_back(value.toTensor());
+  }
+  auto size = [&](size_t i, int64_t dim) { return static_cast<double>(tensors.at(i).size(dim)); };
+  // (n, k) x (k, m), with or without an added term first; batched: (b, n, k) x (b, k, m).
+  if ((op == "aten::mm" && tensors.size() >= 2) || (op == "aten::addmm" && tensors.size() >= 3)) {
+    const size_t a = tensors.size() - 2;
+    if (tensors[a].dim() != 2 || tensors[a + 1].dim() != 2) return 0;
+    return size(a, 0) * size(a, 1) * size(a + 1, 1);
+  }
+  if ((op == "aten::bmm" && tensors.size() >= 2) || (op == "aten::baddbmm" && tensors.size() >= 3)) {
+    const size_t a = tensors.size() - 2;
+    if (tensors[a].dim() != 3 || tensors[a + 1].dim() != 3) return 0;
+    return size(a, 0) * size(a, 1) * size(a, 2) * size(a + 1, 2);
+  }
+  if ((op == "aten::mv" && tensors.size() >= 2) || (op == "aten::addmv" && tensors.size() >= 3)) {
+    const size_t a = tensors.size() - 2;
+    return static_cast<double>(tensors[a].numel());
+  }
+  if ((op == "aten::dot" || op == "aten::vdot") && !tensors.empty()) return static_cast<double>(tensors[0].numel());
+  return 0;
+}
+
 const std::set<std::string>& factories() {
   static const std::set<std::string> names = {
       "aten::ones",     "aten::zeros",       "aten::full",         "aten::empty",       "aten::empty_strided",
@@ -148,11 +179,13 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     context->marker = true;
     in_forward = true;
     depth = 0;
+    scope_macs.push_back(0);
     return context;
   }
   ++counts[fn.name()];
   if (in_forward) {
     context->op = fn.name();
+    if (!scope_macs.empty()) scope_macs.back() += product_macs(context->op, fn);
     if (depth == 0) {
       context->watched = true;
       note_inputs(fn, *context);
@@ -198,6 +231,7 @@ void OpRecorder::start(const std::string& marker) {
   host_made.clear();
   events.clear();
   largest = {};
+  scope_macs.clear();
   recording = true;
 }
 
@@ -217,6 +251,13 @@ std::string OpRecorder::largest_output() const {
   std::lock_guard<std::mutex> lock(counts_mutex);
   if (largest.bytes == 0) return "";
   return std::to_string(largest.bytes) + " " + largest.op + " " + largest.shape;
+}
+
+std::string OpRecorder::scope_work() const {
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  std::string text;
+  for (double macs : scope_macs) text += (text.empty() ? "" : " ") + std::to_string(static_cast<int64_t>(macs));
+  return text;
 }
 
 bool OpRecorder::intact() const { return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks(); }

@@ -1,0 +1,375 @@
+// Parent side of exercise_kv_cache: the reference with its replayable cache
+// mistakes, and three checks on what the driver saw between the calls of a
+// multi-step case: the cache's shape after every call (and after
+// reset_cache()), the cached keys against the keys rotated at their
+// positions, and the matrix-product work of each one-token call against the
+// number of cached tokens. Everything else is exercise.yaml and the kit.
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "checks/kit/kit.h"
+#include "kv_cache.h"
+#include "rotary.h"
+
+namespace grader {
+namespace {
+
+using reference::KvCacheVariant;
+using Bend = std::function<void(KvCacheVariant&, double dim)>;
+
+// Each replayable mistake of exercise.yaml, as a bend of the reference.
+const std::map<std::string, Bend>& bends() {
+  static const std::map<std::string, Bend> table = {
+      {"positions_restart", [](auto& v, double) { v.positions_restart = true; }},
+      {"cached_keys_unrotated", [](auto& v, double) { v.cached_keys_unrotated = true; }},
+      {"cache_replaced", [](auto& v, double) { v.cache_replaced = true; }},
+      {"chunk_unmasked", [](auto& v, double) { v.chunk_unmasked = true; }},
+      {"chunk_mask_top_left", [](auto& v, double) { v.chunk_mask_top_left = true; }},
+      {"diagonal_hidden", [](auto& v, double) { v.diagonal_hidden = true; }},
+      {"reset_ignored", [](auto& v, double) { v.reset_ignored = true; }},
+      {"values_rotated", [](auto& v, double) { v.values_rotated = true; }},
+      {"no_scaling", [](auto& v, double) { v.scale = 1.0; }},
+      {"scaled_by_dim", [](auto& v, double dim) { v.scale = 1.0 / std::sqrt(dim); }},
+  };
+  return table;
+}
+
+// The correct answer is the one-pass causal forward, whatever the schedule;
+// a mistake is replayed call by call.
+kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
+  const auto& x = data.inputs.at("x");
+  const auto heads = data.dims.at("H");
+  if (mistakes.empty()) return {{"output", reference::causal_self_attention(x, data.params, heads)}};
+  KvCacheVariant variant;
+  for (const auto& mistake : mistakes) bends().at(mistake)(variant, static_cast<double>(data.dims.at("D")));
+  auto found = data.inputs.find("previous");
+  const at::Tensor previous = found == data.inputs.end() ? at::Tensor() : found->second;
+  return {{"output", reference::cached_decoding(x, previous, data.params, heads, data.dims.at("first"),
+                                                data.dims.at("step"), variant)}};
+}
+
+// One call the driver made, as its response lists them.
+struct Call {
+  std::string label;                 // "previous", "reset", or "x <begin> <count>"
+  int64_t begin = 0, count = 0;      // the tokens of x it fed
+  bool feeds_x = false;
+  std::optional<std::vector<int64_t>> k, v;  // the cache's shapes after it; nothing: undefined
+  double macs = -1;                  // matrix-product multiply-adds inside it (-1: not recorded)
+  bool threw = false;                // the call threw after leaving the cache so
+};
+
+std::optional<std::vector<int64_t>> parse_shape(const std::string& text) {
+  if (text == "undefined") return std::nullopt;
+  std::vector<int64_t> sizes;
+  std::string inner = text.size() >= 2 ? text.substr(1, text.size() - 2) : "";
+  std::istringstream in(inner);
+  for (std::string part; std::getline(in, part, ',');) sizes.push_back(std::stoll(part));
+  return sizes;
+}
+
+std::string shape_text(const std::optional<std::vector<int64_t>>& shape) {
+  return shape ? shape_string(*shape) : "undefined";
+}
+
+std::vector<Call> calls_of(const CaseRun& run) {
+  std::vector<Call> calls;
+  std::istringstream shapes(run.response.string_or("cache_shapes", ""));
+  for (std::string line; std::getline(shapes, line);) {
+    const auto at_k = line.find(" k="), at_v = line.find(" v=");
+    if (at_k == std::string::npos || at_v == std::string::npos) continue;
+    Call call;
+    // A call that threw is noted with what it left in the cache, marked at the end.
+    const std::string threw_mark = " threw";
+    if (line.size() > threw_mark.size() && line.compare(line.size() - threw_mark.size(), threw_mark.size(), threw_mark) == 0) {
+      call.threw = true;
+      line.resize(line.size() - threw_mark.size());
+    }
+    call.label = line.substr(0, at_k);
+    call.k = parse_shape(line.substr(at_k + 3, at_v - at_k - 3));
+    call.v = parse_shape(line.substr(at_v + 3));
+    std::istringstream label(call.label);
+    std::string what;
+    label >> what;
+    if (what == "x") {
+      call.feeds_x = true;
+      label >> call.begin >> call.count;
+    }
+    calls.push_back(call);
+  }
+  // The work of each call, in the order the driver made them ("calls" lists
+  // every call, including one that threw before its shapes were noted).
+  std::istringstream labels(run.response.string_or("calls", "")), work(run.response.string_or("scope_macs", ""));
+  std::vector<std::pair<std::string, double>> macs;
+  std::string label;
+  double value = 0;
+  while (std::getline(labels, label) && work >> value) macs.emplace_back(label, value);
+  for (size_t i = 0; i < calls.size() && i < macs.size(); ++i) {
+    if (macs[i].first == calls[i].label) calls[i].macs = macs[i].second;
+  }
+  return calls;
+}
+
+std::string tokens_text(const Call& call) {
+  return call.count == 1 ? fmt::format("token {}", call.begin)
+                         : fmt::format("tokens {}..{}", call.begin, call.begin + call.count - 1);
+}
+
+std::optional<CheckResult> unusable(const kit::Kit& kit, const CheckSpec& spec, const CaseRun& run) {
+  if (run.threw()) return kit.results().threw(spec.id, run);
+  if (auto why = kit.not_runnable(run)) return kit.results().skip(spec.id, "not assessed: " + *why);
+  return std::nullopt;
+}
+
+// What a cache of the wrong shape says, as far as its shape tells.
+std::string wrong_cache(const std::string& name, const std::optional<std::vector<int64_t>>& got,
+                        const std::vector<int64_t>& want, int64_t fed_now) {
+  if (!got) return name + " is undefined: store the keys and values of every call";
+  const auto& g = *got;
+  const bool layout = g.size() == 4 && g[0] == want[0] && g[1] == want[1] && g[3] == want[3];
+  if (!layout) {
+    return fmt::format("{} is {}, not (B, H, tokens, head_dim) = {}: keep the cache as (B, H, tokens, head_dim), "
+                       "the keys after the head split",
+                       name, shape_string(g), shape_string(want));
+  }
+  if (g[2] == fed_now && want[2] > fed_now) {
+    return fmt::format("{} holds only the {} token(s) of the last call, not all {} fed so far: the cache is replaced "
+                       "instead of extended; append with torch::cat({{cache, new}}, 2)",
+                       name, g[2], want[2]);
+  }
+  return fmt::format("{} holds {} tokens after {} were fed: each call must add exactly its own tokens", name, g[2],
+                     want[2]);
+}
+
+// After every call of x the cache is (B, H, P, head_dim), P the tokens fed.
+CheckResult cache_growth(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  int64_t checked = 0;
+  for (const auto& id : spec.cases) {
+    const auto& run = kit.input().at(id);
+    // A call that threw still shows what it left in the cache: a wrong shape
+    // there is the cause to name, before the error it led to.
+    if (!run.threw()) {
+      if (auto result = unusable(kit, spec, run)) return *result;
+    }
+    const auto dims = kit.data_of(run).dims;
+    const int64_t batch = dims.at("B"), heads = dims.at("H"), head_dim = dims.at("D") / heads;
+    std::vector<std::string> evidence{"input: " + run.describe()};
+    int64_t fed = 0;
+    for (const auto& call : calls_of(run)) {
+      if (!call.feeds_x) continue;
+      fed += call.count;
+      const std::vector<int64_t> want{batch, heads, fed, head_dim};
+      evidence.push_back(fmt::format("after the call with {}: k_cache {}, v_cache {}; expected {}{}", tokens_text(call),
+                                     shape_text(call.k), shape_text(call.v), shape_string(want),
+                                     call.threw ? " (the call then threw: " + run.error() + ")" : ""));
+      for (const auto& [name, got] : {std::pair{"k_cache", call.k}, std::pair{"v_cache", call.v}}) {
+        if (!got || *got != want) return results.fail(spec.id, wrong_cache(name, got, want, call.count), evidence);
+      }
+      ++checked;
+    }
+    if (run.threw()) return results.threw(spec.id, run);
+  }
+  return results.pass(spec.id, fmt::format("after each of {} calls k_cache and v_cache held exactly the tokens fed "
+                                           "so far, as (B, H, P, head_dim)",
+                                           checked));
+}
+
+// After reset_cache() the cache is empty, and the first call refills it from 0.
+CheckResult cache_reset(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  for (const auto& id : spec.cases) {
+    const auto& run = kit.input().at(id);
+    if (auto result = unusable(kit, spec, run)) return *result;
+    const auto calls = calls_of(run);
+    const auto previous = kit.data_of(run).dims.at("R");
+    for (const auto& call : calls) {
+      if (call.label != "reset") continue;
+      auto holds = [](const std::optional<std::vector<int64_t>>& shape) {
+        return shape && !shape->empty() && std::all_of(shape->begin(), shape->end(), [](int64_t s) { return s > 0; });
+      };
+      if (holds(call.k) || holds(call.v)) {
+        return results.fail(spec.id,
+                             fmt::format("after reset_cache() the cache still holds tokens (k_cache {}, v_cache {}, "
+                                         "after a previous sequence of {}): set k_cache and v_cache to undefined "
+                                         "tensors (torch::Tensor()) so the next sequence starts empty",
+                                         shape_text(call.k), shape_text(call.v), previous),
+                             {"input: " + run.describe()});
+      }
+      return results.pass(spec.id, "after reset_cache() the cache was empty (k_cache " + shape_text(call.k) + ")");
+    }
+    return results.skip(spec.id, "not assessed: the case made no reset_cache() call (" + run.describe() + ")");
+  }
+  return results.skip(spec.id, "not assessed: no case");
+}
+
+// The final k_cache against the keys rotated at their own positions.
+CheckResult cache_contents(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  std::vector<std::string> passed;
+  for (const auto& id : spec.cases) {
+    const auto& run = kit.input().at(id);
+    if (auto result = unusable(kit, spec, run)) return *result;
+    const auto data = kit.data_of(run);
+    const int64_t heads = data.dims.at("H"), tokens = data.dims.at("N");
+    std::string why;
+    auto got = learner_tensor(run, "k_cache", why);
+    if (!got) return results.skip(spec.id, "not assessed: " + why);
+    const auto& x = data.inputs.at("x");
+    auto [keys, values] = reference::cache_contents(x, data.params, heads);
+    if (got->sizes() != keys.sizes()) {
+      return results.skip(spec.id, "not assessed: the final k_cache is " + shape_string(got->sizes()) + ", not " +
+                                       shape_string(keys.sizes()) + " (see the cache's shape check)");
+    }
+    const auto tolerance = kit.exercise().tolerance(run.request.string_or("dtype", "float64"));
+    auto learner = got->to(at::kDouble);
+    auto raw = at::linear(x, data.params.at("k_proj.weight"))
+                   .reshape({x.size(0), tokens, heads, x.size(2) / heads})
+                   .transpose(1, 2);
+    // Where each token's call began: a call rotating from 0 puts token n at n - begin.
+    std::vector<int64_t> call_begin(tokens, 0);
+    for (const auto& call : calls_of(run)) {
+      for (int64_t t = call.begin; call.feeds_x && t < call.begin + call.count && t < tokens; ++t) call_begin[t] = call.begin;
+    }
+    // Each token's cached key against what it should be and against the two
+    // ways of getting it wrong that a key alone reveals; a rotation at 0 is no
+    // rotation, so a hypothesis holds when every differing token fits it.
+    std::vector<int64_t> differing;
+    bool all_raw = true, all_restarted = true, any_call_restarts = false;
+    std::string first_detail;
+    for (int64_t n = 0; n < tokens; ++n) {
+      auto mine = learner.narrow(2, n, 1);
+      auto comparison = compare(keys.narrow(2, n, 1), mine, tolerance);
+      if (comparison.ok) continue;
+      if (differing.empty()) first_detail = fmt::format("token {}: {}", n, comparison.detail);
+      differing.push_back(n);
+      const auto key = raw.narrow(2, n, 1);
+      all_raw = all_raw && compare(key, mine, tolerance).ok;
+      all_restarted = all_restarted && compare(reference::apply_rope(key, n - call_begin[n]), mine, tolerance).ok;
+      any_call_restarts = any_call_restarts || n - call_begin[n] > 0;
+    }
+    if (differing.empty()) {
+      passed.push_back(fmt::format("{} tokens on {}", tokens, id));
+      continue;
+    }
+    std::string list;
+    for (size_t i = 0; i < differing.size() && i < 12; ++i) list += (list.empty() ? "" : " ") + std::to_string(differing[i]);
+    if (differing.size() > 12) list += " ...";
+    std::vector<std::string> evidence{"input: " + run.describe(), "tokens whose cached key differs: " + list,
+                                      first_detail};
+    const auto n = differing.front();
+    if (all_restarted && any_call_restarts) {
+      return results.fail(
+          spec.id,
+          fmt::format("the cached keys are rotated at their places within their own call, not at their positions in "
+                      "the sequence (token {} at {} instead of {}): a call's tokens continue after the {} cached ones",
+                      n, n - call_begin[n], n, call_begin[n]),
+          evidence);
+    }
+    if (all_raw) {
+      return results.fail(spec.id,
+                          fmt::format("the cached key of token {} is k_proj's output before RoPE: cache the keys "
+                                      "after rotating them at their positions, so later calls use them as they are",
+                                      n),
+                          evidence);
+    }
+    // RoPE turns pairs of channels and keeps their norms: a cached key with
+    // other norms is not this token's key at any position.
+    const auto pair_norms = [](const at::Tensor& t) {
+      const auto half = t.size(-1) / 2;
+      return (t.narrow(-1, 0, half).pow(2) + t.narrow(-1, half, half).pow(2)).sqrt();
+    };
+    for (auto m : differing) {
+      if (!compare(pair_norms(raw.narrow(2, m, 1)), pair_norms(learner.narrow(2, m, 1)), tolerance).ok) {
+        return results.skip(spec.id, fmt::format("not assessed: the cached key of token {} is not k_proj's key of "
+                                                 "that token at any rotation (see the other checks)",
+                                                 m));
+      }
+    }
+    return results.fail(spec.id,
+                        fmt::format("the cached key of token {} is its key rotated by another angle than position "
+                                    "{}'s: rotate q and k at positions P .. P + T - 1",
+                                    n, n),
+                        evidence);
+  }
+  std::string list;
+  for (const auto& p : passed) list += (list.empty() ? "" : ", ") + p;
+  return results.pass(spec.id, "every cached key is its token's key rotated at the token's position (" + list + ")");
+}
+
+// The matrix products of the one-token calls against the tokens cached
+// before them. Attention over P cached keys costs 2 x B x D multiply-adds per
+// key (q.k and the weighted values, over every head); projecting again what
+// is cached costs D^2 per token and projection.
+CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at(spec.cases.at(0));
+  if (auto result = unusable(kit, spec, run)) return *result;
+  if (!run.response.ints.count("recording_intact") || run.response.ints.at("recording_intact") == 0) {
+    return results.fail(spec.id, "the operator trace was switched off during the calls, so their work cannot be "
+                                 "measured: leave LibTorch's RecordFunction alone");
+  }
+  const auto dims = kit.data_of(run).dims;
+  const double batch = static_cast<double>(dims.at("B")), dim = static_cast<double>(dims.at("D"));
+  std::vector<Call> single;
+  for (const auto& call : calls_of(run)) {
+    if (call.feeds_x && call.count == 1 && call.begin > 0 && call.macs >= 0) single.push_back(call);
+  }
+  if (single.size() < 2) {
+    return results.skip(spec.id, "not assessed: fewer than two one-token calls were traced on " + run.describe());
+  }
+  const auto& a = single.front();
+  const auto& b = single.back();
+  const double slope = (b.macs - a.macs) / static_cast<double>(b.begin - a.begin);
+  const double attention = 2 * batch * dim;
+  auto at_position = [](const Call& call) {
+    return fmt::format("{:.0f} with {} tokens cached", call.macs, call.begin);
+  };
+  std::vector<std::string> evidence{
+      "input: " + run.describe(),
+      fmt::format("multiply-adds of matrix products in a one-token call: {}, {}, {}", at_position(a),
+                  at_position(single[single.size() / 2]), at_position(b)),
+      fmt::format("growth: {:.0f} per cached token; attention over the cache needs 2 x B x dim = {:.0f}", slope,
+                  attention)};
+  if (slope <= 2 * attention) {
+    return results.pass(spec.id, fmt::format("a one-token call costs {:.0f} multiply-adds with {} tokens cached and "
+                                             "{:.0f} with {}: it grows only with the attention over the cache",
+                                             a.macs, a.begin, b.macs, b.begin));
+  }
+  const double projections = (slope - attention) / (batch * dim * dim);
+  const double whole = std::round(projections);
+  if (whole >= 1 && std::abs(projections - whole) < 0.25) {
+    return results.fail(
+        spec.id,
+        fmt::format("each cached token adds {:.0f} multiply-adds to a one-token call, {:.0f} more than attention over "
+                    "it needs: exactly the cost of {:.0f} D x D projection(s) of every cached token, so the cached "
+                    "tokens are projected again at every call. Project only the new tokens and read the earlier keys "
+                    "and values from the cache",
+                    slope, slope - attention, whole),
+        evidence);
+  }
+  return results.fail(spec.id,
+                      fmt::format("each cached token adds {:.0f} multiply-adds to a one-token call, {:.1f} times what "
+                                  "attention over the cache needs: work on the earlier tokens is redone at every call",
+                                  slope, slope / attention),
+                      evidence);
+}
+
+}  // namespace
+
+std::unique_ptr<Suite> make_suite_exercise_kv_cache(const Exercise& exercise) {
+  auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
+  suite->custom("cache_growth", cache_growth);
+  suite->custom("cache_reset", cache_reset);
+  suite->custom("cache_contents", cache_contents);
+  suite->custom("work_per_call", work_per_call);
+  return suite;
+}
+
+}  // namespace grader
