@@ -318,6 +318,12 @@ const SymbolRule kJudgeRules[] = {
     {"2at10redispatch", "re-dispatches an operator past the dispatcher's recording", false},
     {"10redispatchE", "re-dispatches an operator past the dispatcher's recording", false},
     {"12VariableType", "calls autograd's kernels directly, bypassing the dispatcher", false},
+    // The driver is linked into the same shared object: a definition of one of
+    // its functions (a strong one beats the driver's inline, weak copy) or a
+    // call into it would let learner code steer what the runner records.
+    {"N6grader", "defines or calls the grader's own code (namespace grader)", false},
+    {"NK6grader", "defines or calls the grader's own code (namespace grader)", false},
+    {"grader_run_case", "defines or calls the grader's entry point", true},
     // Looking functions up by a name built at run time hides them from this list.
     {"dlsym", "looks functions up by name at run time", true},
     {"dlvsym", "looks functions up by name at run time", true},

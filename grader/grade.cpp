@@ -259,6 +259,20 @@ GradeReport grade(const GradeOptions& options) {
     return finish(Verdict::compile_error, "Your code does not compile; the compiler's messages are above.");
   }
 
+  // Code that defines or calls the grader's own functions (grader/compile.cpp's
+  // judge rules) is never run: linked beside the driver, it could steer what
+  // the runner records.
+  for (const auto& finding : compiled.forbidden_symbols) {
+    if (finding.find("the grader's own code") == std::string::npos &&
+        finding.find("the grader's entry point") == std::string::npos)
+      continue;
+    if (std::any_of(exercise.checks.begin(), exercise.checks.end(),
+                    [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
+      report.checks = {ResultBuilder(exercise).fail("no_builtins", finding)};
+    }
+    return finish(Verdict::forbidden, "Forbidden, not run: " + finding + ".");
+  }
+
   if (compiled.shared_object != shared_object)
     throw GraderFault("the compiled submission is at " + compiled.shared_object.string() + ", not " +
                       shared_object.string());

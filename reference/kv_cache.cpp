@@ -70,11 +70,12 @@ at::Tensor cached_decoding(const at::Tensor& x, const at::Tensor& previous, cons
   auto call = [&](const at::Tensor& chunk) {
     const int64_t t = chunk.size(1);
     const int64_t position = variant.positions_restart ? 0 : cached;
-    auto q = apply_rope(split_heads(at::linear(chunk, parameters.at("q_proj.weight")), num_heads), position);
+    auto rotate = [&](const at::Tensor& t) { return variant.no_rope ? t : apply_rope(t, position, variant.rope); };
+    auto q = rotate(split_heads(at::linear(chunk, parameters.at("q_proj.weight")), num_heads));
     auto k_raw = split_heads(at::linear(chunk, parameters.at("k_proj.weight")), num_heads);
-    auto k = apply_rope(k_raw, position);
+    auto k = variant.keys_unrotated ? k_raw : rotate(k_raw);
     auto v = split_heads(at::linear(chunk, parameters.at("v_proj.weight")), num_heads);
-    if (variant.values_rotated) v = apply_rope(v, position);
+    if (variant.values_rotated) v = rotate(v);
     at::Tensor keys, values;
     if (variant.cache_replaced || !k_cache.defined()) {
       keys = k;

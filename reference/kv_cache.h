@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 
+#include "rotary.h"
+
 namespace reference {
 
 using Parameters = std::map<std::string, at::Tensor>;  // q_proj.weight, k_proj.weight, v_proj.weight, out_proj.weight
@@ -39,6 +41,9 @@ struct KvCacheVariant {
   bool reset_ignored = false;          // reset_cache() leaves the previous sequence in the cache
   bool cached_keys_unrotated = false;  // keys cached before RoPE and never rotated afterwards
   bool values_rotated = false;         // RoPE applied to the values as well
+  bool no_rope = false;                // no rotation at all
+  bool keys_unrotated = false;         // RoPE on the queries only
+  RopeVariant rope;                    // the rotation's convention (interleaved pairs, frequencies)
   std::optional<double> scale;         // multiplies the scores; default 1/sqrt(head_dim)
 };
 

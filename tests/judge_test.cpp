@@ -88,6 +88,14 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   // An inline built-in compiled in (a weak definition) is found by the exercise's list.
   one("0000000000000000 W _ZN5torch2nn10functional6detail28multi_head_attention_forwardERKN2at6TensorE\n",
       "multi_head_attention_forward");
+  // The driver's code, defined again by the learner (strong beats the driver's
+  // weak inline copy) or called from it.
+  one("0000000000000000 T _ZN6grader6driver12ForwardScopeC1ERKNS_4wire6RecordE\n", "namespace grader");
+  one("0000000000000000 W _ZNK6grader4wire6Record6stringERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\n",
+      "namespace grader");
+  one("0000000000000000 T grader_run_case\n", "entry point");
+  // A learner's own namespace that merely ends in "grader" is theirs.
+  EXPECT_TRUE(found("0000000000000000 T _ZN8mygrader4helpEv\n0000000000000000 T _ZN3foo6grader4helpEv\n").empty());
   // A learner's own helper whose name merely contains "dlsym" or "_dl_" is not a lookup.
   EXPECT_TRUE(found("0000000000000000 T _Z12my_dlsym_fooi\n0000000000000000 T _Z9model_dl_v\n").empty());
 }

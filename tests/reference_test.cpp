@@ -611,7 +611,12 @@ TEST_F(Reference, KvCacheMistakeVariantsAreDistinguishable) {
   variants.emplace_back().reset_ignored = true;
   variants.emplace_back().cached_keys_unrotated = true;
   variants.emplace_back().values_rotated = true;
+  variants.emplace_back().no_rope = true;
+  variants.emplace_back().keys_unrotated = true;
+  variants.emplace_back().rope.interleaved = true;
+  variants.emplace_back().rope.exponent = 1.0;
   variants.emplace_back().scale = 1.0;
+  variants.emplace_back().scale = 1.0 / 8;
   std::vector<at::Tensor> outputs;
   for (const auto& variant : variants) outputs.push_back(reference::cached_decoding(x, previous, p, heads, 3, 2, variant));
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -623,7 +628,8 @@ TEST_F(Reference, KvCacheMistakeVariantsAreDistinguishable) {
   auto one_pass = reference::causal_self_attention(x, p, heads);
   for (size_t i = 1; i < variants.size(); ++i) {
     const bool shows = variants[i].chunk_unmasked || variants[i].diagonal_hidden || variants[i].values_rotated ||
-                       variants[i].scale.has_value();
+                       variants[i].no_rope || variants[i].keys_unrotated || variants[i].rope.interleaved ||
+                       variants[i].rope.exponent != 2.0 || variants[i].scale.has_value();
     EXPECT_EQ(shows, !at::allclose(one_pass, reference::cached_decoding(x, {}, p, heads, n, 1, variants[i]), 1e-9, 1e-9))
         << "variant " << i;
   }

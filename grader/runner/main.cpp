@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
       for (const auto& event : recorder.device_events()) events += event + '\n';
       response.strings["device_events"] = events;
       response.strings["largest_output"] = recorder.largest_output();
-      response.strings["scope_macs"] = recorder.scope_work();
+      response.strings["scope_work"] = recorder.scope_work();
       response.ints["recording_intact"] = recorder.intact() ? 1 : 0;
     }
     responses.push_back(std::move(response));

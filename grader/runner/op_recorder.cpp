@@ -63,35 +63,92 @@ void note_size(const at::RecordFunction& fn, const std::string& op) {
   }
 }
 
-// Multiply-adds of the matrix products run inside each forward scope, one
-// entry per entry into the scope (a multi-step case calls learner code once per
-// step). Counted at every depth on the products LibTorch's matmul, linear and
-// einsum come down to, so a product is counted once whichever call made it.
-std::vector<double> scope_macs;
+// The work of each entry into the forward scope (a multi-step case calls
+// learner code once per step), one entry per call:
+// - macs: multiply-adds of the matrix products and convolutions, counted at
+//   every depth on the operators LibTorch's matmul, linear, einsum and
+//   tensordot come down to (a product is counted once whichever call made it);
+// - elements: the elements of every tensor the learner's own operator calls
+//   (depth 0) return, views excepted: work done element by element (a product
+//   written as a broadcast multiply and a sum) shows here.
+struct ScopeWork {
+  double macs = 0, elements = 0;
+};
+std::vector<ScopeWork> call_work;
 
-double product_macs(const std::string& op, const at::RecordFunction& fn) {
+const std::set<std::string>& view_ops() {
+  static const std::set<std::string> names = {
+      "aten::view",      "aten::view_as",  "aten::reshape",  "aten::_reshape_alias", "aten::transpose",
+      "aten::permute",   "aten::narrow",   "aten::slice",    "aten::select",         "aten::unsqueeze",
+      "aten::squeeze",   "aten::expand",   "aten::expand_as", "aten::as_strided",    "aten::alias",
+      "aten::t",         "aten::contiguous", "aten::detach",  "aten::unflatten",      "aten::flatten",
+      "aten::chunk",     "aten::split",    "aten::unbind",   "aten::diagonal",       "aten::movedim",
+      "aten::swapaxes",  "aten::lift_fresh", "aten::split_with_sizes", "aten::unsafe_split"};
+  return names;
+}
+
+// Multiply-adds of one operator call, from its inputs (products) or, for a
+// convolution, from its output.
+double product_macs(const std::string& op, const at::RecordFunction& fn, bool outputs) {
   std::vector<at::Tensor> tensors;
-  for (const auto& value : fn.inputs()) {
-    if (value.isTensor() && value.toTensor().defined()) tensors.push_back(value.toTensor());
+  auto collect = [&tensors](const auto& values) {
+    for (const auto& value : values) {
+      if (value.isTensor() && value.toTensor().defined()) tensors.push_back(value.toTensor());
+    }
+  };
+  if (outputs) {
+    collect(fn.outputs());
+  } else {
+    collect(fn.inputs());
   }
+  if (outputs) {
+    if (op != "aten::convolution" || tensors.empty()) return 0;
+    std::vector<at::Tensor> in;
+    for (const auto& value : fn.inputs()) {
+      if (value.isTensor() && value.toTensor().defined()) in.push_back(value.toTensor());
+    }
+    if (in.size() < 2 || in[1].dim() < 1 || in[1].size(0) == 0) return 0;
+    // Each output element is a dot product over one filter: weight numel / out_channels.
+    return static_cast<double>(tensors[0].numel()) * static_cast<double>(in[1].numel() / in[1].size(0));
+  }
+  auto dims_are = [&](size_t a, int64_t d) {
+    return tensors.size() > a + 1 && tensors[a].dim() == d && tensors[a + 1].dim() == d;
+  };
   auto size = [&](size_t i, int64_t dim) { return static_cast<double>(tensors.at(i).size(dim)); };
-  // (n, k) x (k, m), with or without an added term first; batched: (b, n, k) x (b, k, m).
-  if ((op == "aten::mm" && tensors.size() >= 2) || (op == "aten::addmm" && tensors.size() >= 3)) {
-    const size_t a = tensors.size() - 2;
-    if (tensors[a].dim() != 2 || tensors[a + 1].dim() != 2) return 0;
-    return size(a, 0) * size(a, 1) * size(a + 1, 1);
-  }
-  if ((op == "aten::bmm" && tensors.size() >= 2) || (op == "aten::baddbmm" && tensors.size() >= 3)) {
-    const size_t a = tensors.size() - 2;
-    if (tensors[a].dim() != 3 || tensors[a + 1].dim() != 3) return 0;
-    return size(a, 0) * size(a, 1) * size(a, 2) * size(a + 1, 2);
-  }
-  if ((op == "aten::mv" && tensors.size() >= 2) || (op == "aten::addmv" && tensors.size() >= 3)) {
-    const size_t a = tensors.size() - 2;
-    return static_cast<double>(tensors[a].numel());
-  }
+  // (n, k) x (k, m); with an added term first, the factors are the second and third.
+  if (op == "aten::mm" && dims_are(0, 2)) return size(0, 0) * size(0, 1) * size(1, 1);
+  if ((op == "aten::addmm" || op == "aten::addmm_" || op == "aten::_addmm_activation") && dims_are(1, 2))
+    return size(1, 0) * size(1, 1) * size(2, 1);
+  // (b, n, k) x (b, k, m)
+  if (op == "aten::bmm" && dims_are(0, 3)) return size(0, 0) * size(0, 1) * size(0, 2) * size(1, 2);
+  if ((op == "aten::baddbmm" || op == "aten::baddbmm_" || op == "aten::addbmm" || op == "aten::addbmm_") &&
+      dims_are(1, 3))
+    return size(1, 0) * size(1, 1) * size(1, 2) * size(2, 2);
+  if (op == "aten::mv" && !tensors.empty()) return static_cast<double>(tensors[0].numel());
+  if ((op == "aten::addmv" || op == "aten::addmv_") && tensors.size() >= 2)
+    return static_cast<double>(tensors[1].numel());
   if ((op == "aten::dot" || op == "aten::vdot") && !tensors.empty()) return static_cast<double>(tensors[0].numel());
   return 0;
+}
+
+// The elements a learner's operator call returned, views and results that
+// are one of its inputs (an in-place call on a view of nothing new) excepted.
+double new_elements(const std::string& op, const at::RecordFunction& fn) {
+  if (view_ops().count(op)) return 0;
+  std::set<const void*> inputs;
+  for (const auto& value : fn.inputs()) {
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().has_storage())
+      inputs.insert(value.toTensor().storage().unsafeGetStorageImpl());
+  }
+  const bool in_place = !op.empty() && op.back() == '_';
+  double elements = 0;
+  for (const auto& value : fn.outputs()) {
+    if (!value.isTensor() || !value.toTensor().defined()) continue;
+    const auto& tensor = value.toTensor();
+    const bool fresh = !tensor.has_storage() || !inputs.count(tensor.storage().unsafeGetStorageImpl());
+    if (fresh || in_place) elements += static_cast<double>(tensor.numel());
+  }
+  return elements;
 }
 
 const std::set<std::string>& factories() {
@@ -179,13 +236,13 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     context->marker = true;
     in_forward = true;
     depth = 0;
-    scope_macs.push_back(0);
+    call_work.emplace_back();
     return context;
   }
   ++counts[fn.name()];
   if (in_forward) {
     context->op = fn.name();
-    if (!scope_macs.empty()) scope_macs.back() += product_macs(context->op, fn);
+    if (!call_work.empty()) call_work.back().macs += product_macs(context->op, fn, /*outputs=*/false);
     if (depth == 0) {
       context->watched = true;
       note_inputs(fn, *context);
@@ -206,6 +263,10 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* base) {
   if (context->op.empty()) return;
   --depth;
   note_size(fn, context->op);
+  if (!call_work.empty()) {
+    call_work.back().macs += product_macs(context->op, fn, /*outputs=*/true);
+    if (context->watched) call_work.back().elements += new_elements(context->op, fn);
+  }
   if (context->watched) note_outputs(fn, *context);
 }
 
@@ -231,7 +292,7 @@ void OpRecorder::start(const std::string& marker) {
   host_made.clear();
   events.clear();
   largest = {};
-  scope_macs.clear();
+  call_work.clear();
   recording = true;
 }
 
@@ -256,7 +317,10 @@ std::string OpRecorder::largest_output() const {
 std::string OpRecorder::scope_work() const {
   std::lock_guard<std::mutex> lock(counts_mutex);
   std::string text;
-  for (double macs : scope_macs) text += (text.empty() ? "" : " ") + std::to_string(static_cast<int64_t>(macs));
+  for (const auto& work : call_work) {
+    text += (text.empty() ? "" : " ") + std::to_string(static_cast<int64_t>(work.macs)) + "/" +
+            std::to_string(static_cast<int64_t>(work.elements));
+  }
   return text;
 }
 

@@ -34,9 +34,11 @@ class OpRecorder {
   // The largest storage an operator returned inside the forward scope since
   // start(): "<bytes> <op> <size> <size> ...", empty when none.
   std::string largest_output() const;
-  // The multiply-adds of matrix products (mm, addmm, bmm, baddbmm, mv, dot)
-  // run inside each entry into the forward scope since start(), in order:
-  // "<macs> <macs> ...", one per learner call; empty when none.
+  // The work of each entry into the forward scope since start(), in order, one
+  // "<macs>/<elements>" per learner call, space-separated: the multiply-adds of
+  // matrix products and convolutions (mm, addmm, bmm, baddbmm, addbmm, mv,
+  // dot, convolution, at any depth), and the elements of the new tensors the
+  // learner's own operator calls returned. Empty when none.
   std::string scope_work() const;
   // False if learner code switched recording off or removed the callback.
   bool intact() const;

@@ -872,16 +872,18 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
     }
     return true;
   };
-  // Candidates that match this case; where several do (scaling by sqrt(Nq)
-  // is no scaling when Nq = 1), the other cases refute those whose replay
-  // differs from the learner's output there.
+  // Candidates that match this case; the other cases refute those whose
+  // replay differs from the learner's output there (scaling by sqrt(Nq) is no
+  // scaling when Nq = 1; a mistake that matches one case but not another the
+  // learner also got wrong is not the learner's, even when it is the only
+  // candidate left).
   auto narrowed = [&](std::vector<Mistakes> candidates) {
     const auto& here = input_->at(case_id);
     candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                     [&](const Mistakes& m) { return matches(here, learner, m) != true; }),
                      candidates.end());
     for (const auto& spec : cases_) {
-      if (spec.id == case_id || candidates.size() <= 1) continue;
+      if (spec.id == case_id || candidates.empty()) continue;
       const auto s = status(spec.id);
       if (s == CaseStatus::threw || s == CaseStatus::unusable) continue;
       const auto& run = input_->at(spec.id);
