@@ -874,9 +874,10 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
   };
   // Candidates that match this case; the other cases refute those whose
   // replay differs from the learner's output there (scaling by sqrt(Nq) is no
-  // scaling when Nq = 1; a mistake that matches one case but not another the
-  // learner also got wrong is not the learner's, even when it is the only
-  // candidate left).
+  // scaling when Nq = 1). A lone candidate is refuted only by a case the
+  // learner also got wrong: a mistake made on one code path (a fast path for
+  // one head, for one token) leaves the other cases right, but a case wrong
+  // in another way shows the mistake is not the learner's.
   auto narrowed = [&](std::vector<Mistakes> candidates) {
     const auto& here = input_->at(case_id);
     candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
@@ -886,6 +887,7 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
       if (spec.id == case_id || candidates.empty()) continue;
       const auto s = status(spec.id);
       if (s == CaseStatus::threw || s == CaseStatus::unusable) continue;
+      if (candidates.size() == 1 && s == CaseStatus::matches) continue;
       const auto& run = input_->at(spec.id);
       const auto outputs = learner_outputs(run);
       if (outputs.size() != exercise_.signature.outputs.size()) continue;
