@@ -298,7 +298,8 @@ namespace {
 struct SymbolRule {
   const char* pattern;
   const char* why;
-  bool exact;  // the whole (C) symbol name, not a part of it
+  bool exact;              // the whole (C) symbol name, not a part of it
+  bool refuses_run = false;  // the code is not run at all (it reaches into the grader itself)
 };
 const SymbolRule kJudgeRules[] = {
     {"RecordFunction", "drives or switches off LibTorch's operator recording, which the grader relies on", false},
@@ -321,9 +322,9 @@ const SymbolRule kJudgeRules[] = {
     // The driver is linked into the same shared object: a definition of one of
     // its functions (a strong one beats the driver's inline, weak copy) or a
     // call into it would let learner code steer what the runner records.
-    {"N6grader", "defines or calls the grader's own code (namespace grader)", false},
-    {"NK6grader", "defines or calls the grader's own code (namespace grader)", false},
-    {"grader_run_case", "defines or calls the grader's entry point", true},
+    {"N6grader", "defines or calls the grader's own code (namespace grader)", false, true},
+    {"NK6grader", "defines or calls the grader's own code (namespace grader)", false, true},
+    {"grader_run_case", "defines or calls the grader's entry point", true, true},
     // Looking functions up by a name built at run time hides them from this list.
     {"dlsym", "looks functions up by name at run time", true},
     {"dlvsym", "looks functions up by name at run time", true},
@@ -356,8 +357,9 @@ std::optional<Symbol> parse_nm_line(const std::string& line) {
 
 }  // namespace
 
-std::vector<std::string> forbidden_symbols_in(const std::string& nm_output, const Exercise& exercise) {
+SymbolFindings forbidden_symbols_in(const std::string& nm_output, const Exercise& exercise) {
   std::map<std::string, std::string> found;  // what it means -> the first symbol that showed it
+  std::string refusing;                      // the first what of a rule that refuses the run
   auto note = [&found](const std::string& what, const std::string& symbol) {
     found.emplace(what, symbol.size() > 100 ? symbol.substr(0, 100) + "..." : symbol);
   };
@@ -369,6 +371,7 @@ std::vector<std::string> forbidden_symbols_in(const std::string& nm_output, cons
     for (const auto& rule : kJudgeRules) {
       if (rule.exact ? symbol->name == rule.pattern : symbol->name.find(rule.pattern) != std::string::npos) {
         note(std::string("your code ") + rule.why, symbol->name);
+        if (rule.refuses_run && refusing.empty()) refusing = std::string("your code ") + rule.why;
       }
     }
     // The exercise's built-ins, wherever they appear (inline ones are compiled in).
@@ -384,8 +387,11 @@ std::vector<std::string> forbidden_symbols_in(const std::string& nm_output, cons
       }
     }
   }
-  std::vector<std::string> findings;
-  for (const auto& [what, symbol] : found) findings.push_back(what + " (symbol " + symbol + ")");
+  SymbolFindings findings;
+  for (const auto& [what, symbol] : found) {
+    findings.all.push_back(what + " (symbol " + symbol + ")");
+    if (what == refusing) findings.refuses_run = findings.all.back();
+  }
   return findings;
 }
 
@@ -604,7 +610,9 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     result.seconds = elapsed();
     return result;
   }
-  result.forbidden_symbols = forbidden_symbols_in(symbols.stdout_text, exercise);
+  auto findings = forbidden_symbols_in(symbols.stdout_text, exercise);
+  result.forbidden_symbols = std::move(findings.all);
+  result.refuses_run = std::move(findings.refuses_run);
   result.ok = true;
   result.seconds = elapsed();
   return result;

@@ -18,6 +18,7 @@ struct CompileResult {
   std::string diagnostics;  // the compiler's messages about the learner's file, trimmed
   std::filesystem::path shared_object;
   std::vector<std::string> forbidden_symbols;  // found in the compiled learner code
+  std::string refuses_run;  // one of them for which the code is not run at all, if any
   double seconds = 0;
   bool cached = false;  // the compiled code came from the cache (unchanged submission)
   // A .cu learner file where no nvcc was found: not compiled; the shared
@@ -51,8 +52,14 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                                  const SandboxStatus& sandbox, const Confinement& confinement);
 
 // The forbidden names in a submission's symbol table (`nm` output, not
-// demangled): the judge's own list, and the exercise's built-ins. One line each.
-std::vector<std::string> forbidden_symbols_in(const std::string& nm_output, const Exercise& exercise);
+// demangled): the judge's own list, and the exercise's built-ins. One line
+// each in `all`; `refuses_run` repeats the first whose code must not run at
+// all (it defines or calls the grader's own code), empty when none.
+struct SymbolFindings {
+  std::vector<std::string> all;
+  std::string refuses_run;
+};
+SymbolFindings forbidden_symbols_in(const std::string& nm_output, const Exercise& exercise);
 
 // Keeps the compiler's lines that help: errors and notes about the learner's
 // file, with the scratch path replaced by the path the learner knows.

@@ -43,18 +43,16 @@ at::Tensor causal_self_attention(const at::Tensor& x, const Parameters& paramete
   check_arguments(x, parameters, num_heads);
   const int64_t n = x.size(1), head_dim = x.size(2) / num_heads;
   auto q = apply_rope(split_heads(at::linear(x, parameters.at("q_proj.weight")), num_heads), 0);
-  auto k = apply_rope(split_heads(at::linear(x, parameters.at("k_proj.weight")), num_heads), 0);
-  auto v = split_heads(at::linear(x, parameters.at("v_proj.weight")), num_heads);
+  const auto cache = cache_contents(x, parameters, num_heads);
   auto visible = at::ones({n, n}, x.options().dtype(at::kBool)).tril();
-  auto heads = attend(q, k, v, visible, 1.0 / std::sqrt(static_cast<double>(head_dim)));
+  auto heads = attend(q, cache.keys, cache.values, visible, 1.0 / std::sqrt(static_cast<double>(head_dim)));
   return at::linear(merge_heads(heads), parameters.at("out_proj.weight"));
 }
 
-std::pair<at::Tensor, at::Tensor> cache_contents(const at::Tensor& x, const Parameters& parameters,
-                                                 int64_t num_heads) {
+CacheContents cache_contents(const at::Tensor& x, const Parameters& parameters, int64_t num_heads) {
   check_arguments(x, parameters, num_heads);
-  return {apply_rope(split_heads(at::linear(x, parameters.at("k_proj.weight")), num_heads), 0),
-          split_heads(at::linear(x, parameters.at("v_proj.weight")), num_heads)};
+  auto projected = split_heads(at::linear(x, parameters.at("k_proj.weight")), num_heads);
+  return {apply_rope(projected, 0), split_heads(at::linear(x, parameters.at("v_proj.weight")), num_heads), projected};
 }
 
 at::Tensor cached_decoding(const at::Tensor& x, const at::Tensor& previous, const Parameters& parameters,

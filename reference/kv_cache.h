@@ -27,10 +27,13 @@ using Parameters = std::map<std::string, at::Tensor>;  // q_proj.weight, k_proj.
 // x (B, N, D) -> (B, N, D): token n at position n sees tokens 0..n.
 at::Tensor causal_self_attention(const at::Tensor& x, const Parameters& parameters, int64_t num_heads);
 
-// The keys (after RoPE) and values of x (B, N, D) as a correct cache holds
-// them after the whole sequence: each (B, H, N, head_dim).
-std::pair<at::Tensor, at::Tensor> cache_contents(const at::Tensor& x, const Parameters& parameters,
-                                                 int64_t num_heads);
+// What a correct cache holds after the whole sequence x (B, N, D), each
+// (B, H, N, head_dim): the keys after RoPE, the values; and the keys as
+// k_proj made them, before RoPE (what a key cached unrotated looks like).
+struct CacheContents {
+  at::Tensor keys, values, projected_keys;
+};
+CacheContents cache_contents(const at::Tensor& x, const Parameters& parameters, int64_t num_heads);
 
 struct KvCacheVariant {
   bool positions_restart = false;      // every call's tokens at positions 0..T-1, not after the cache

@@ -65,7 +65,7 @@ TEST(LearnerText, CappedAtACharacterBoundaryWithANote) {
 Exercise sdpa() { return load_exercise(fs::path(std::getenv("GRADER_ROOT")) / "exercises" / "exercise_sdpa"); }
 
 TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
-  auto found = [](const std::string& nm) { return forbidden_symbols_in(nm, sdpa()); };
+  auto found = [](const std::string& nm) { return forbidden_symbols_in(nm, sdpa()).all; };
   // An honest submission: its own function (whose name echoes the exercise) and basic operators.
   EXPECT_TRUE(
       found("0000000000000000 T _Z28scaled_dot_product_attentionRKN2at6TensorES2_S2_S2_\n"
@@ -94,6 +94,10 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   one("0000000000000000 W _ZNK6grader4wire6Record6stringERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\n",
       "namespace grader");
   one("0000000000000000 T grader_run_case\n", "entry point");
+  // Those refuse the run; a built-in does not (it is judged with the checks).
+  EXPECT_NE(forbidden_symbols_in("0000000000000000 T grader_run_case\n", sdpa()).refuses_run.find("entry point"),
+            std::string::npos);
+  EXPECT_EQ(forbidden_symbols_in("                 U dlsym@GLIBC_2.34\n", sdpa()).refuses_run, "");
   // A learner's own namespace that merely ends in "grader" is theirs.
   EXPECT_TRUE(found("0000000000000000 T _ZN8mygrader4helpEv\n0000000000000000 T _ZN3foo6grader4helpEv\n").empty());
   // A learner's own helper whose name merely contains "dlsym" or "_dl_" is not a lookup.

@@ -580,9 +580,12 @@ TEST_F(Reference, KvCausalAttentionIsRopeAttentionTokenByToken) {
   }
   auto merged = at::cat(rows, 2).permute({0, 2, 1, 3}).reshape({2, n, dim});
   expect_close(at::matmul(merged, p["out_proj.weight"].t()), reference::causal_self_attention(x, p, heads));
-  auto [keys, values] = reference::cache_contents(x, p, heads);
-  for (int64_t i = 0; i < n; ++i) expect_close(reference::apply_rope(k.narrow(2, i, 1), i), keys.narrow(2, i, 1));
-  expect_close(v, values);
+  const auto cache = reference::cache_contents(x, p, heads);
+  for (int64_t i = 0; i < n; ++i) {
+    expect_close(reference::apply_rope(k.narrow(2, i, 1), i), cache.keys.narrow(2, i, 1));
+  }
+  expect_close(k, cache.projected_keys);
+  expect_close(v, cache.values);
 }
 
 // Any schedule of calls, after a previous sequence and a reset or not, gives

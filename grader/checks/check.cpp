@@ -162,7 +162,7 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
       unrecorded = true;
     }
     // The runner's own probe found the recording switched off after the call.
-    if (run.response.integer_or("recording_intact", 0) == 0) tampered = true;
+    if (!run.recording_intact()) tampered = true;
     for (const auto& [op, count] : op_counts(run.response)) {
       for (const auto& pattern : exercise.forbidden_operators) {
         if (op.find(pattern) != std::string::npos) found.insert(op);

@@ -44,6 +44,8 @@ struct CaseRun {
 
   bool threw() const { return response.strings.count("error") > 0; }
   std::string error() const { return response.string_or("error", ""); }
+  // The runner's probe after the call: LibTorch's operator recording still on.
+  bool recording_intact() const { return response.integer_or("recording_intact", 0) != 0; }
   std::string describe() const { return request.string_or("describe", request.string("case")); }
 };
 

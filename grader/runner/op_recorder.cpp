@@ -87,30 +87,24 @@ const std::set<std::string>& view_ops() {
   return names;
 }
 
-// Multiply-adds of one operator call, from its inputs (products) or, for a
-// convolution, from its output.
-double product_macs(const std::string& op, const at::RecordFunction& fn, bool outputs) {
+// The defined tensors among an operator's inputs or outputs.
+template <typename Values>
+std::vector<at::Tensor> tensors_in(const Values& values) {
   std::vector<at::Tensor> tensors;
-  auto collect = [&tensors](const auto& values) {
-    for (const auto& value : values) {
-      if (value.isTensor() && value.toTensor().defined()) tensors.push_back(value.toTensor());
-    }
-  };
-  if (outputs) {
-    collect(fn.outputs());
-  } else {
-    collect(fn.inputs());
+  for (const auto& value : values) {
+    if (value.isTensor() && value.toTensor().defined()) tensors.push_back(value.toTensor());
   }
-  if (outputs) {
-    if (op != "aten::convolution" || tensors.empty()) return 0;
-    std::vector<at::Tensor> in;
-    for (const auto& value : fn.inputs()) {
-      if (value.isTensor() && value.toTensor().defined()) in.push_back(value.toTensor());
-    }
-    if (in.size() < 2 || in[1].dim() < 1 || in[1].size(0) == 0) return 0;
-    // Each output element is a dot product over one filter: weight numel / out_channels.
-    return static_cast<double>(tensors[0].numel()) * static_cast<double>(in[1].numel() / in[1].size(0));
-  }
+  return tensors;
+}
+
+// Multiply-adds of one matrix-product call, from the shapes of its factors.
+double product_macs(const std::string& op, const at::RecordFunction& fn) {
+  static const std::set<std::string> products = {
+      "aten::mm",      "aten::addmm",    "aten::addmm_",  "aten::_addmm_activation", "aten::bmm",
+      "aten::baddbmm", "aten::baddbmm_", "aten::addbmm",  "aten::addbmm_",           "aten::mv",
+      "aten::addmv",   "aten::addmv_",   "aten::dot",     "aten::vdot"};
+  if (!products.count(op)) return 0;  // most calls: no tensors copied out
+  const auto tensors = tensors_in(fn.inputs());
   auto dims_are = [&](size_t a, int64_t d) {
     return tensors.size() > a + 1 && tensors[a].dim() == d && tensors[a + 1].dim() == d;
   };
@@ -131,20 +125,26 @@ double product_macs(const std::string& op, const at::RecordFunction& fn, bool ou
   return 0;
 }
 
+// Multiply-adds of a convolution, known once its output is: each output
+// element is a dot product over one filter (weight numel / out_channels).
+double convolution_macs(const std::string& op, const at::RecordFunction& fn) {
+  if (op != "aten::convolution") return 0;
+  const auto out = tensors_in(fn.outputs()), in = tensors_in(fn.inputs());
+  if (out.empty() || in.size() < 2 || in[1].dim() < 1 || in[1].size(0) == 0) return 0;
+  return static_cast<double>(out[0].numel()) * static_cast<double>(in[1].numel() / in[1].size(0));
+}
+
 // The elements a learner's operator call returned, views and results that
 // are one of its inputs (an in-place call on a view of nothing new) excepted.
 double new_elements(const std::string& op, const at::RecordFunction& fn) {
   if (view_ops().count(op)) return 0;
   std::set<const void*> inputs;
-  for (const auto& value : fn.inputs()) {
-    if (value.isTensor() && value.toTensor().defined() && value.toTensor().has_storage())
-      inputs.insert(value.toTensor().storage().unsafeGetStorageImpl());
+  for (const auto& tensor : tensors_in(fn.inputs())) {
+    if (tensor.has_storage()) inputs.insert(tensor.storage().unsafeGetStorageImpl());
   }
   const bool in_place = !op.empty() && op.back() == '_';
   double elements = 0;
-  for (const auto& value : fn.outputs()) {
-    if (!value.isTensor() || !value.toTensor().defined()) continue;
-    const auto& tensor = value.toTensor();
+  for (const auto& tensor : tensors_in(fn.outputs())) {
     const bool fresh = !tensor.has_storage() || !inputs.count(tensor.storage().unsafeGetStorageImpl());
     if (fresh || in_place) elements += static_cast<double>(tensor.numel());
   }
@@ -242,7 +242,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   ++counts[fn.name()];
   if (in_forward) {
     context->op = fn.name();
-    if (!call_work.empty()) call_work.back().macs += product_macs(context->op, fn, /*outputs=*/false);
+    if (!call_work.empty()) call_work.back().macs += product_macs(context->op, fn);
     if (depth == 0) {
       context->watched = true;
       note_inputs(fn, *context);
@@ -264,7 +264,7 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* base) {
   --depth;
   note_size(fn, context->op);
   if (!call_work.empty()) {
-    call_work.back().macs += product_macs(context->op, fn, /*outputs=*/true);
+    call_work.back().macs += convolution_macs(context->op, fn);
     if (context->watched) call_work.back().elements += new_elements(context->op, fn);
   }
   if (context->watched) note_outputs(fn, *context);

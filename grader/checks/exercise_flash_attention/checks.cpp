@@ -76,7 +76,7 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
     const auto& run = kit.input().at(id);
     if (run.threw()) return results.threw(spec.id, run);
     if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
-    if (!run.response.ints.count("recording_intact") || run.response.ints.at("recording_intact") == 0) {
+    if (!run.recording_intact()) {
       return results.fail(spec.id, "the operator trace was switched off during the call, so the memory used cannot be "
                                    "measured: leave LibTorch's RecordFunction alone");
     }

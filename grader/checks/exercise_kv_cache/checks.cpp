@@ -269,17 +269,15 @@ CheckResult cache_contents(const kit::Kit& kit, const CheckSpec& spec) {
     auto got = learner_tensor(run, name, why);
     if (!got) return results.skip(spec.id, "not assessed: " + why);
     const auto& x = data.inputs.at("x");
-    auto [keys, values] = reference::cache_contents(x, data.params, heads);
-    const auto& expected = keys_wanted ? keys : values;
+    const auto cache = reference::cache_contents(x, data.params, heads);
+    const auto& expected = keys_wanted ? cache.keys : cache.values;
+    const auto& raw = cache.projected_keys;
     if (got->sizes() != expected.sizes()) {
       return results.skip(spec.id, "not assessed: the final " + name + " is " + shape_string(got->sizes()) +
                                        ", not " + shape_string(expected.sizes()) + " (see the cache's shape check)");
     }
     const auto tolerance = kit.exercise().tolerance(run.request.string_or("dtype", "float64"));
     auto learner = got->to(at::kDouble);
-    auto raw = at::linear(x, data.params.at("k_proj.weight"))
-                   .reshape({x.size(0), tokens, heads, x.size(2) / heads})
-                   .transpose(1, 2);
     const auto begins = call_begins(run, tokens);
     std::vector<int64_t> differing;
     bool all_raw = true, all_restarted = true, all_interleaved = true, any_call_restarts = false;
@@ -395,7 +393,7 @@ CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& results = kit.results();
   const auto& run = kit.input().at(spec.cases.at(0));
   if (auto result = unusable(kit, spec, run)) return *result;
-  if (!run.response.ints.count("recording_intact") || run.response.ints.at("recording_intact") == 0) {
+  if (!run.recording_intact()) {
     return results.fail(spec.id, "the operator trace was switched off during the calls, so their work cannot be "
                                  "measured: leave LibTorch's RecordFunction alone");
   }
