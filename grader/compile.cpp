@@ -90,6 +90,7 @@ bool include_allowed(const std::string& header, const Toolchain& toolchain, cons
   if (path == (exercise.dir / exercise.interface_header).lexically_normal()) return true;
   if (!pch.empty() && path == pch.lexically_normal()) return true;
   if (!toolchain.prelude.empty() && path == fs::path(toolchain.prelude).lexically_normal()) return true;
+  if (!toolchain.pch_support.empty() && path == fs::path(toolchain.pch_support).lexically_normal()) return true;
   for (const char* system : {"/usr/include", "/usr/lib", "/usr/local/include"}) {
     if (is_within(path, system)) return true;
   }
@@ -319,9 +320,9 @@ const SymbolRule kJudgeRules[] = {
     {"2at10redispatch", "re-dispatches an operator past the dispatcher's recording", false},
     {"10redispatchE", "re-dispatches an operator past the dispatcher's recording", false},
     {"12VariableType", "calls autograd's kernels directly, bypassing the dispatcher", false},
-    // The driver is linked into the same shared object: a definition of one of
-    // its functions (a strong one beats the driver's inline, weak copy) or a
-    // call into it would let learner code steer what the runner records.
+    // The driver is loaded with the learner's code (its library, or linked in
+    // for a CUDA exercise): a definition of one of its functions or a call
+    // into it would let learner code steer what the runner records.
     {"N6grader", "defines or calls the grader's own code (namespace grader)", false, true},
     {"NK6grader", "defines or calls the grader's own code (namespace grader)", false, true},
     {"grader_run_case", "defines or calls the grader's entry point", true, true},
@@ -557,6 +558,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
 
   if (!result.cached) {
     argv = {toolchain.cxx, "-shared", "-o", result.shared_object.string(), object.string(), driver->second.string()};
+    if (!toolchain.link_option.empty()) argv.push_back(toolchain.link_option);
     if (cuda) {
       // The kernel's host code calls the CUDA runtime: the toolkit's libcudart
       // (same soname as the one a CUDA LibTorch loads, so one copy at run time).

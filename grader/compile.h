@@ -1,6 +1,7 @@
 // Compiling a submission: the learner's file, against the exercise's fixed
-// interface, into a shared object with the exercise's driver, which the runner
-// loads in the child. The compiler runs as a child process with limits too.
+// interface, into a shared object linked with the exercise's library (its
+// driver), which the runner loads in the child. The compiler runs as a child
+// process with limits too.
 #pragma once
 
 #include <filesystem>

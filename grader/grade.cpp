@@ -174,6 +174,7 @@ GradeReport grade(const GradeOptions& options) {
   confinement.read_only.insert(confinement.read_only.end(), {(exercise.dir / exercise.interface_header).string(),
                                                              toolchain.flags_file.string(), toolchain.runner.string()});
   if (!toolchain.prelude.empty()) confinement.read_only.push_back(toolchain.prelude);
+  if (!toolchain.pch_support.empty()) confinement.read_only.push_back(toolchain.pch_support);
   if (auto driver = toolchain.drivers.find(exercise.id); driver != toolchain.drivers.end())
     confinement.read_only.push_back(driver->second.string());
   if (auto pch = toolchain.pchs.find(exercise.id); pch != toolchain.pchs.end())

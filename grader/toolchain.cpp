@@ -34,6 +34,10 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.runner = value;
     else if (key == "prelude")
       toolchain.prelude = value;
+    else if (key == "pch_support")
+      toolchain.pch_support = value;
+    else if (key == "link_option")
+      toolchain.link_option = value;
     else if (key == "nvcc")
       toolchain.nvcc = value;
     else if (key == "nvcc_arch")

@@ -16,11 +16,16 @@ struct Toolchain {
   std::filesystem::path flags_file;                      // response file: language level, defines, includes, options
   std::vector<std::string> system_include_dirs;          // where LibTorch's headers may come from
   std::filesystem::path runner;                          // the child-process runner executable
-  std::map<std::string, std::filesystem::path> drivers;  // exercise id -> driver object file
+  // exercise id -> what a submission is linked with: the exercise's library
+  // (libgrader_<id>.so: driver and precompiled code), or for a CUDA exercise
+  // the driver's object file.
+  std::map<std::string, std::filesystem::path> drivers;
   std::map<std::string, std::filesystem::path> pchs;     // exercise id -> precompiled interface header
   bool seccomp = false;                                  // the runner has its system-call filter
   std::vector<std::string> library_dirs;                 // LibTorch's libraries (shown to the sandboxed runner)
   std::string prelude;  // grader/prelude.h: force-included first where there is no precompiled header
+  std::string pch_support;  // grader/pch_support.h: read with the precompiled headers
+  std::string link_option;  // chooses a faster linker for submissions (-fuse-ld=lld), or empty
   // For exercises whose learner file is a .cu: the CUDA compiler (empty: none
   // was found, and such files are not compiled), the GPU architecture it
   // compiles for ("90"), the toolkit's root (its headers may be included)
