@@ -1,6 +1,7 @@
 #include "compile.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -185,8 +186,18 @@ void store_in_cache(const fs::path& entry, const fs::path& work_dir, const std::
 void prune_cache(const fs::path& dir) {
   std::error_code error;
   std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
   for (const auto& entry : fs::directory_iterator(dir, error)) {
-    if (entry.path().filename().string().find(".tmp-") != std::string::npos) continue;  // being written
+    const auto name = entry.path().filename().string();
+    if (name.find(".tmp-") != std::string::npos) continue;  // being written
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0) {
+      // A compile's lock (compile_submission), kept while one may hold it.
+      auto entry_dir = entry.path();
+      entry_dir.replace_extension();
+      if (!fs::exists(entry_dir, error) && fs::last_write_time(entry.path(), error) < stale)
+        fs::remove(entry.path(), error);
+      continue;
+    }
     entries.emplace_back(fs::last_write_time(entry.path(), error), entry.path());
   }
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -196,6 +207,40 @@ void prune_cache(const fs::path& dir) {
     if (i >= kCacheMaxEntries || total > kCacheMaxBytes) fs::remove_all(entries[i].second, error);
   }
 }
+
+// Holds an exclusive lock on a file (flock) for its lifetime; the kernel
+// releases it when the process ends however it ends. Without the lock (the
+// file cannot be made) the compile goes ahead unlocked.
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& file) {
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd_ < 0) return;
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    waited_ = true;
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        ::close(fd_);
+        fd_ = -1;
+        return;
+      }
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool waited() const { return waited_; }  // another process held it
+
+ private:
+  int fd_ = -1;
+  bool waited_ = false;
+};
+
+// A compile that failed with the compiler's errors is cached as those errors,
+// with the scratch folder's path kept out (it differs per grade).
+const char* const kCachedErrors = "compiler-errors.txt";
 
 // What one compile step may write per file: a submission's object is a few MB,
 // and the step writes three files (object, dependencies, shared object), so a
@@ -396,6 +441,27 @@ SymbolFindings forbidden_symbols_in(const std::string& nm_output, const Exercise
   return findings;
 }
 
+Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exercise, const fs::path& project_root,
+                              const fs::path& build_dir, const fs::path& submission_dir,
+                              const std::vector<fs::path>& hide, const fs::path& scratch) {
+  Confinement confinement;
+  confinement.hidden = {project_root.string(), build_dir.string(), submission_dir.string()};
+  for (const auto& dir : hide) confinement.hidden.push_back(dir.string());
+  confinement.read_only = toolchain.system_include_dirs;
+  confinement.read_only.insert(confinement.read_only.end(), toolchain.library_dirs.begin(),
+                               toolchain.library_dirs.end());
+  confinement.read_only.insert(confinement.read_only.end(), {(exercise.dir / exercise.interface_header).string(),
+                                                             toolchain.flags_file.string(), toolchain.runner.string()});
+  if (!toolchain.prelude.empty()) confinement.read_only.push_back(toolchain.prelude);
+  if (!toolchain.pch_support.empty()) confinement.read_only.push_back(toolchain.pch_support);
+  if (auto driver = toolchain.drivers.find(exercise.id); driver != toolchain.drivers.end())
+    confinement.read_only.push_back(driver->second.string());
+  if (auto pch = toolchain.pchs.find(exercise.id); pch != toolchain.pchs.end())
+    confinement.read_only.push_back(pch->second.string());
+  confinement.writable = confinement.work_dir = scratch.string();
+  return confinement;
+}
+
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise, const Submission& submission,
                                  const fs::path& work_dir, const fs::path& cache_dir, const SandboxStatus& sandbox,
                                  const Confinement& confinement) {
@@ -493,19 +559,33 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
 
   // An unchanged submission is not compiled again: same source, interface,
   // compiler, flags, precompiled header, driver and isolation give the same object.
+  auto shown_as = submission.path.string();
   fs::path cache_entry;
+  std::optional<FileLock> lock;
+  bool hit = false;  // the products came from the cache
   if (!cache_dir.empty()) {
     cache_entry = cache_dir / cache_key(toolchain, exercise, submission.text, argv, work_dir, pch, driver->second,
                                         sandbox.describe());
-    if (fs::is_directory(cache_entry) && cached_copy(cache_entry, work_dir, products)) {
-      std::error_code error;
+    std::error_code error;
+    fs::create_directories(cache_dir, error);
+    lock.emplace(cache_entry.string() + ".lock");  // until this compile is done and stored
+    if (fs::is_directory(cache_entry) && fs::is_regular_file(cache_entry / kCachedErrors)) {
       fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used
-      result.cached = true;
+      result.cached = !lock->waited();  // else compiled just now, by the process that held the lock
+      result.diagnostics = trim_diagnostics(replace_all(read_file(cache_entry / kCachedErrors), "<scratch>",
+                                                        work_dir.string()),
+                                            source.string(), shown_as);
+      result.seconds = elapsed();
+      return result;
+    }
+    if (fs::is_directory(cache_entry) && cached_copy(cache_entry, work_dir, products)) {
+      fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used
+      hit = true;
+      result.cached = !lock->waited();  // else compiled just now, by the process that held the lock
     }
   }
 
-  auto shown_as = submission.path.string();
-  if (!result.cached) {
+  if (!hit) {
     auto compiled = step.run(argv);
     if ((compiled.exit_code == 127 || compiled.exit_code == 125) && compiled.stderr_text.empty()) {
       // 127: exec failed; 125: the child could not join its cgroup or drop privileges.
@@ -532,6 +612,14 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                             " (rebuild the grader: ./grade does it)");
         }
       }
+      // The compiler's own verdict on the source (not a limit it ran into) is
+      // the same on every compile of this key: cached.
+      if (!cache_entry.empty() && compiled.exit_code == 1 && !compiled.timed_out && !compiled.memory_exceeded &&
+          !compiled.stderr_truncated) {
+        std::ofstream errors(work_dir / kCachedErrors, std::ios::binary | std::ios::trunc);
+        errors << replace_all(compiled.stderr_text, work_dir.string(), "<scratch>");
+        if (errors.flush()) store_in_cache(cache_entry, work_dir, {kCachedErrors});
+      }
       result.diagnostics = compiled.timed_out         ? "the compiler ran past its time limit\n"
                            : compiled.memory_exceeded ? "the compiler ran out of its memory limit\n"
                            : compiled.term_signal == SIGXFSZ
@@ -547,7 +635,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   // The submission may include LibTorch, the standard library and its
   // interface header; nothing else (this project's reference or solutions,
   // devices, /proc). Inside the sandbox most of these cannot even be found.
-  for (const auto& header : result.cached ? std::vector<std::string>() : depfile_headers(depfile, source)) {
+  for (const auto& header : hit ? std::vector<std::string>() : depfile_headers(depfile, source)) {
     if (!include_allowed(header, toolchain, exercise, pch)) {
       result.diagnostics = shown_as + ": includes " + header + "\nA submission may include LibTorch, the standard " +
                            "library and " + exercise.interface_header + " only.\n";
@@ -556,7 +644,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     }
   }
 
-  if (!result.cached) {
+  if (!hit) {
     argv = {toolchain.cxx, "-shared", "-o", result.shared_object.string(), object.string(), driver->second.string()};
     if (!toolchain.link_option.empty()) argv.push_back(toolchain.link_option);
     if (cuda) {
@@ -579,6 +667,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
       prune_cache(cache_dir);
     }
   }
+  lock.reset();  // stored: a grade waiting for this compile takes it from the cache now
 
   if (toolchain.nm.empty()) throw GraderFault("the toolchain names no nm: rebuild the grader");
   // nm reads an object with LTO sections through its plugin, from those

@@ -46,8 +46,23 @@ constexpr uintmax_t kMaxSubmissionBytes = 1 << 20;
 // for a link, a missing, special or oversized file.
 std::string read_submission(const std::filesystem::path& file);
 
+// What the sandbox shows a grade's compiler, linker and runner besides the
+// system's programs and libraries (sandbox.cpp): the toolchain's headers and
+// libraries, the exercise's interface header alone, the grader's own files
+// each step needs, and the scratch folder (writable). The project, the build
+// folder, the submission's folder and `hide` are hidden even where they lie
+// inside the system's folders.
+Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exercise,
+                              const std::filesystem::path& project_root, const std::filesystem::path& build_dir,
+                              const std::filesystem::path& submission_dir,
+                              const std::vector<std::filesystem::path>& hide, const std::filesystem::path& scratch);
+
 // cache_dir: where compiled submissions are kept by content hash (empty: no
-// cache). Only compiled code is cached, never a verdict.
+// cache). Only the compiler's products are cached (compiled code, or the
+// errors of a source that does not compile), never a verdict. A compile of
+// the same key under way in another process (the grade script's early
+// compile, a parallel grade of the same file) is waited for, and its result
+// taken from the cache.
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise, const Submission& submission,
                                  const std::filesystem::path& work_dir, const std::filesystem::path& cache_dir,
                                  const SandboxStatus& sandbox, const Confinement& confinement);

@@ -30,31 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// A private scratch folder for one grade, removed afterwards unless kept.
-class Scratch {
- public:
-  Scratch(const fs::path& parent, bool keep, bool for_nobody) : keep_(keep) {
-    fs::create_directories(parent);
-    std::string pattern = (parent / "grade-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw GraderFault("cannot create a scratch folder under " + parent.string());
-    path_ = pattern;
-    // The sandboxed compiler and runner run as nobody: the only folder they may write.
-    if (for_nobody && chown(path_.c_str(), kNobody, kNobody) != 0) {
-      throw GraderFault("cannot hand the scratch folder " + path_.string() + " to user nobody");
-    }
-  }
-  ~Scratch() {
-    if (!keep_ && !remove_tree(path_)) {
-      std::fprintf(stderr, "grade: warning: could not remove the scratch folder %s\n", path_.c_str());
-    }
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-  bool keep_;
-};
-
 }  // namespace
 
 Target resolve_target(const std::string& device) {
@@ -157,29 +132,10 @@ GradeReport grade(const GradeOptions& options) {
 
   const auto& sandbox = options.sandbox;
   report.sandbox = sandbox.describe();
-  Scratch scratch(scratch_base(), options.keep_scratch, sandbox.drop_to_nobody);
+  ScratchFolder scratch(scratch_base(), options.keep_scratch, sandbox.drop_to_nobody);
 
-  // What the sandbox shows besides the system's programs and libraries
-  // (sandbox.cpp): the toolchain's headers and libraries, the exercise's
-  // interface header alone, the grader's own files each step needs, and the
-  // scratch folder. The project, the build folder and the submissions'
-  // folders are hidden even where they lie inside the system's folders.
-  Confinement confinement;
-  confinement.hidden = {options.project_root.string(), options.build_dir.string(),
-                        submission.path.parent_path().string()};
-  for (const auto& dir : options.hide) confinement.hidden.push_back(dir.string());
-  confinement.read_only = toolchain.system_include_dirs;
-  confinement.read_only.insert(confinement.read_only.end(), toolchain.library_dirs.begin(),
-                               toolchain.library_dirs.end());
-  confinement.read_only.insert(confinement.read_only.end(), {(exercise.dir / exercise.interface_header).string(),
-                                                             toolchain.flags_file.string(), toolchain.runner.string()});
-  if (!toolchain.prelude.empty()) confinement.read_only.push_back(toolchain.prelude);
-  if (!toolchain.pch_support.empty()) confinement.read_only.push_back(toolchain.pch_support);
-  if (auto driver = toolchain.drivers.find(exercise.id); driver != toolchain.drivers.end())
-    confinement.read_only.push_back(driver->second.string());
-  if (auto pch = toolchain.pchs.find(exercise.id); pch != toolchain.pchs.end())
-    confinement.read_only.push_back(pch->second.string());
-  confinement.writable = confinement.work_dir = scratch.path().string();
+  const auto confinement = grade_confinement(toolchain, exercise, options.project_root, options.build_dir,
+                                             submission.path.parent_path(), options.hide, scratch.path());
   auto finish = [&](Verdict verdict, std::string summary) {
     report.verdict = verdict;
     report.summary = std::move(summary);

@@ -492,4 +492,21 @@ ChildLimits child_limits(const StepLimits& step) {
   return limits;
 }
 
+ScratchFolder::ScratchFolder(const fs::path& parent, bool keep, bool for_nobody) : keep_(keep) {
+  fs::create_directories(parent);
+  std::string pattern = (parent / "grade-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) throw GraderFault("cannot create a scratch folder under " + parent.string());
+  path_ = pattern;
+  // The sandboxed compiler and runner run as nobody: the only folder they may write.
+  if (for_nobody && chown(path_.c_str(), kNobody, kNobody) != 0) {
+    throw GraderFault("cannot hand the scratch folder " + path_.string() + " to user nobody");
+  }
+}
+
+ScratchFolder::~ScratchFolder() {
+  if (!keep_ && !remove_tree(path_)) {
+    std::fprintf(stderr, "grade: warning: could not remove the scratch folder %s\n", path_.c_str());
+  }
+}
+
 }  // namespace grader

@@ -106,6 +106,22 @@ std::filesystem::path scratch_base();
 // whatever their modes. True when nothing is left.
 bool remove_tree(const std::filesystem::path& path);
 
+// A grade's scratch folder under scratch_base(), removed with everything in it
+// at the end (unless kept for inspection); handed to user nobody when the
+// sandboxed steps run as nobody.
+class ScratchFolder {
+ public:
+  ScratchFolder(const std::filesystem::path& parent, bool keep, bool for_nobody);
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  bool keep_;
+};
+
 // An exercise's limits for one step (compile or run), as a child's limits.
 ChildLimits child_limits(const StepLimits& step);
 

@@ -39,6 +39,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "corpus_support.h"
 #include "format_checks.h"
@@ -354,6 +355,68 @@ TEST(CompileCache, ReusesOnlyUnchangedCode) {
   auto forced = run_grade(entry, {"--no-cache"});
   EXPECT_EQ(forced.report["verdict"], "failed") << describe(forced);
   EXPECT_FALSE(cached(forced));
+
+  // A source the compiler refuses: its errors are cached, shown as before,
+  // under the name the learner knows.
+  write(kRoot / "tests/submissions/exercise_sdpa/wrong/no_scaling.cpp", tag + "\nint broken(;");
+  auto refused = run_grade(entry, {});
+  EXPECT_EQ(refused.report["verdict"], "compile_error") << describe(refused);
+  EXPECT_FALSE(cached(refused));
+  auto refused_again = run_grade(entry, {});
+  EXPECT_EQ(refused_again.report["verdict"], "compile_error") << describe(refused_again);
+  EXPECT_TRUE(cached(refused_again));
+  EXPECT_EQ(refused_again.report.value("compiler_output", "?"), refused.report.value("compiler_output", "!"));
+  EXPECT_NE(refused_again.report.value("compiler_output", "").find(file.string()), std::string::npos)
+      << describe(refused_again);
+  fs::remove_all(dir);
+}
+
+// The grade script's early compile (grader-precompile) fills the cache for a
+// single grade, and only for one: the grade that follows takes the compiled
+// code and its verdict is the one it gets alone.
+TEST(CompileCache, EarlyCompileFillsTheCacheForASingleGrade) {
+  auto dir = fs::temp_directory_path() / ("grader-early-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = dir / "sdpa.cpp";
+  auto tag = std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
+  auto write = [&](const fs::path& from, const std::string& text) {
+    std::ifstream in(from);
+    std::stringstream body;
+    body << in.rdbuf() << "\n// " << text << "\n";
+    std::ofstream(file) << body.str();
+  };
+  Entry entry{"exercise_sdpa", "early", file};
+  auto cached = [](const Graded& graded) { return graded.report["timing"].value("compile_cached", false); };
+  auto early = [&](const std::string& args) {
+    std::string command = quote((kBuild / "grader" / "grader-precompile").string()) + " --root " +
+                          quote(kRoot.string()) + " --build-dir " + quote(kBuild.string()) + " " + args;
+    return std::system(command.c_str());
+  };
+
+  // Not a single grade (a folder, a batch of two, --no-cache): nothing compiled ahead.
+  write(kRoot / "tests/submissions/exercise_sdpa/wrong/no_scaling.cpp", tag + " skipped");
+  EXPECT_EQ(early("exercise_sdpa --submission " + quote(dir.string())), 0);
+  EXPECT_EQ(early("exercise_sdpa --submission " + quote(file.string()) + " --submission " + quote(file.string())), 0);
+  EXPECT_EQ(early("exercise_sdpa --no-cache --submission " + quote(file.string())), 0);
+  EXPECT_EQ(early("class exercise_sdpa --submission " + quote(file.string())), 0);
+  auto alone = run_grade(entry, {});
+  EXPECT_EQ(alone.report["verdict"], "failed") << describe(alone);
+  EXPECT_FALSE(cached(alone));
+
+  write(kRoot / "tests/submissions/exercise_sdpa/wrong/no_scaling.cpp", tag + " ahead");
+  EXPECT_EQ(early("exercise_sdpa --format json --submission " + quote(file.string())), 0);
+  auto after = run_grade(entry, {});
+  EXPECT_EQ(after.report["verdict"], "failed") << describe(after);
+  EXPECT_TRUE(cached(after));
+  EXPECT_EQ(after.report["focus_points"], alone.report["focus_points"]);
+
+  // Both at once, as the grade script runs them: one compiles, the other
+  // waits for it; the verdict is the same either way.
+  write(kRoot / "solutions/exercise_sdpa/sdpa.cpp", tag + " together");
+  std::thread ahead([&] { early("exercise_sdpa --submission " + quote(file.string())); });
+  auto together = run_grade(entry, {});
+  ahead.join();
+  EXPECT_EQ(together.report["verdict"], "passed") << describe(together);
   fs::remove_all(dir);
 }
 
