@@ -38,6 +38,8 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.pch_support = value;
     else if (key == "link_option")
       toolchain.link_option = value;
+    else if (key == "torch_pch")
+      toolchain.torch_pch = value;
     else if (key == "nvcc")
       toolchain.nvcc = value;
     else if (key == "nvcc_arch")
