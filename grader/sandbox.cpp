@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -96,9 +97,18 @@ std::string octal_mode(fs::perms perms) {
   return text;
 }
 
+// Unique among processes alive and dead: a grader killed before its cleanup
+// leaves its cgroup behind, and process ids are reused (a long test run wraps
+// them), so the name carries random bits besides the pid.
 std::string unique_name() {
   static std::atomic<int> counter{0};
-  return "grader-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  static const std::string salt = [] {
+    std::random_device device;
+    char text[17];
+    std::snprintf(text, sizeof text, "%08x%08x", device(), device());
+    return std::string(text);
+  }();
+  return "grader-" + std::to_string(getpid()) + "-" + salt + "-" + std::to_string(counter++);
 }
 
 // Whether user nobody may use `path` itself: read a file, list and enter a folder.
@@ -218,7 +228,9 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string* why) {
       }
     }
     auto dir = base / name;
-    if (!fs::create_directory(dir, error)) return fail("cgroup v2: cannot create " + dir.string());
+    if (!fs::create_directory(dir, error)) {
+      return fail("cgroup v2: cannot create " + dir.string() + (error ? " (" + error.message() + ")" : " (it already exists)"));
+    }
     group->dirs_.push_back(dir.string());
     group->memory_dir_ = group->pids_dir_ = group->cpu_dir_ = dir.string();
     group->procs_files_.push_back((dir / "cgroup.procs").string());
@@ -241,7 +253,7 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string* why) {
     auto dir = mount / fs::path(own_cgroup(controller)).relative_path() / name;
     if (!fs::create_directory(dir, error)) {
       return fail(std::string("cannot create a cgroup under ") + (mount / own_cgroup(controller)).string() + " (" +
-                  error.message() + ")");
+                  (error ? error.message() : dir.filename().string() + " already exists") + ")");
     }
     group->dirs_.push_back(dir.string());
     group->procs_files_.push_back((dir / "cgroup.procs").string());
