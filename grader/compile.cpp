@@ -17,6 +17,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "errors.h"
 #include "process.h"
@@ -217,21 +218,24 @@ void prune_cache(const fs::path& dir) {
 }
 
 // Holds an exclusive lock on a file (flock) for its lifetime; the kernel
-// releases it when the process ends however it ends. Without the lock (the
-// file cannot be made) the compile goes ahead unlocked.
+// releases it when the process ends however it ends. Waits at most
+// `patience` for another holder; without the lock (the file cannot be made,
+// or the holder is stuck) the compile goes ahead unlocked.
 class FileLock {
  public:
-  explicit FileLock(const fs::path& file) {
+  FileLock(const fs::path& file, std::chrono::duration<double> patience) {
     fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd_ < 0) return;
     if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
     waited_ = true;
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() > deadline) {
         ::close(fd_);
         fd_ = -1;
         return;
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
   ~FileLock() {
@@ -589,7 +593,10 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                                         sandbox.describe());
     std::error_code error;
     fs::create_directories(cache_dir, error);
-    lock.emplace(cache_entry.string() + ".lock");  // until this compile is done and stored
+    // Until this compile is done and stored. Another holder runs the same
+    // steps under the same limits: compile, link and nm, each bounded.
+    lock.emplace(cache_entry.string() + ".lock",
+                 std::chrono::duration<double>(3 * exercise.limits.compile.seconds + 10));
     if (fs::is_directory(cache_entry) && fs::is_regular_file(cache_entry / kCachedErrors)) {
       fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used
       result.cached = !lock->waited();  // else compiled just now, by the process that held the lock
