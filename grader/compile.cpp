@@ -14,7 +14,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -108,12 +107,6 @@ bool include_allowed(const std::string& header, const Toolchain& toolchain, cons
                      [&](const std::string& dir) { return is_within(path, dir); });
 }
 
-// Whether a source includes <torch/torch.h> or <torch/all.h> on a line of its own.
-bool includes_all_of_libtorch(const std::string& text) {
-  static const std::regex include(R"(^[ \t]*#[ \t]*include[ \t]*[<"]torch/(torch|all)\.h[>"])",
-                                  std::regex::ECMAScript | std::regex::multiline);
-  return std::regex_search(text, include);
-}
 
 // What decides the compiled code: the source, the interface, the compiler and
 // its flags, the precompiled header and the driver it is linked with.
@@ -226,6 +219,7 @@ class FileLock {
   FileLock(const fs::path& file, std::chrono::duration<double> patience) {
     fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd_ < 0) return;
+    ::futimens(fd_, nullptr);  // in use now: the cache's pruning keeps it
     if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
     waited_ = true;
     const auto deadline = std::chrono::steady_clock::now() + patience;
@@ -253,6 +247,23 @@ class FileLock {
 // A compile that failed with the compiler's errors is cached as those errors,
 // with the scratch folder's path kept out (it differs per grade).
 const char* const kCachedErrors = "compiler-errors.txt";
+
+// Whether a failed compile's messages are the compiler's verdict on the
+// source (an error located in it), not a failure around it: the sandbox
+// (`bwrap: ...`), the driver (`clang: error: ...`: no output file, no space).
+// Only such a verdict is cached.
+bool diagnoses_the_source(const std::string& stderr_text, const std::string& source) {
+  bool located = false;
+  std::istringstream lines(stderr_text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("bwrap:", 0) == 0 || line.rfind("clang: ", 0) == 0 || line.rfind("clang++: ", 0) == 0 ||
+        line.find("unable to open output") != std::string::npos || line.find("fatal error: ") != std::string::npos) {
+      return false;
+    }
+    if (line.rfind(source + ":", 0) == 0 && line.find(": error: ") != std::string::npos) located = true;
+  }
+  return located;
+}
 
 // What one compile step may write per file: a submission's object is a few MB,
 // and the step writes three files (object, dependencies, shared object), so a
@@ -453,6 +464,37 @@ SymbolFindings forbidden_symbols_in(const std::string& nm_output, const Exercise
   return findings;
 }
 
+// Scanned by hand: the text is the learner's, up to 1 MB, and
+// a regular expression over it can exhaust the stack (libstdc++ recurses per
+// character of a repetition).
+bool includes_all_of_libtorch(const std::string& text) {
+  size_t at = 0;
+  auto skip_blanks = [&] {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+  };
+  auto take = [&](const char* word) {
+    const size_t length = std::strlen(word);
+    if (text.compare(at, length, word) != 0) return false;
+    at += length;
+    return true;
+  };
+  for (size_t line = 0; line < text.size(); line = text.find('\n', line), line += line != std::string::npos) {
+    if (line == std::string::npos) break;
+    at = line;
+    skip_blanks();
+    if (!take("#")) continue;
+    skip_blanks();
+    if (!take("include")) continue;
+    skip_blanks();
+    if (at >= text.size() || (text[at] != '<' && text[at] != '"')) continue;
+    ++at;
+    if (take("torch/torch.h") || take("torch/all.h")) {
+      if (at < text.size() && (text[at] == '>' || text[at] == '"')) return true;
+    }
+  }
+  return false;
+}
+
 Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exercise, const fs::path& project_root,
                               const fs::path& build_dir, const fs::path& submission_dir,
                               const std::vector<fs::path>& hide, const fs::path& scratch) {
@@ -516,9 +558,9 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   }
   // A submission that includes all of LibTorch's C++ API, as most real code
   // does, is compiled against that API precompiled (with the prelude and
-  // pch_support.h; the interface header is then parsed with the source):
-  // twice as fast as parsing <torch/torch.h>. Only the speed depends on this
-  // guess; an include it misses compiles slower, never differently.
+  // pch_support.h; the interface header is then force-included, before the
+  // source): twice as fast as parsing <torch/torch.h>. Only the speed depends
+  // on this guess.
   if (!pch.empty() && !toolchain.torch_pch.empty() && includes_all_of_libtorch(submission.text)) {
     if (!fs::exists(toolchain.torch_pch)) {
       throw GraderFault("the precompiled LibTorch API " + toolchain.torch_pch +
@@ -577,6 +619,11 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
       argv.insert(argv.end(), {"-include-pch", pch.string()});
     } else if (!toolchain.prelude.empty()) {
       argv.insert(argv.end(), {"-include", toolchain.prelude});
+    }
+    // Under LibTorch's precompiled API the interface comes next, before any
+    // line of the submission, as it does inside the exercise's own header.
+    if (!pch.empty() && pch == toolchain.torch_pch) {
+      argv.insert(argv.end(), {"-include", (exercise.dir / exercise.interface_header).string()});
     }
     argv.insert(argv.end(), {"-MF", depfile.string(), "-iquote", exercise.dir.string(), "-c", source.string(), "-o",
                              object.string()});
@@ -643,7 +690,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
       // The compiler's own verdict on the source (not a limit it ran into) is
       // the same on every compile of this key: cached.
       if (!cache_entry.empty() && compiled.exit_code == 1 && !compiled.timed_out && !compiled.memory_exceeded &&
-          !compiled.stderr_truncated) {
+          !compiled.stderr_truncated && diagnoses_the_source(compiled.stderr_text, source.string())) {
         std::ofstream errors(work_dir / kCachedErrors, std::ios::binary | std::ios::trunc);
         errors << replace_all(compiled.stderr_text, work_dir.string(), "<scratch>");
         if (errors.flush()) store_in_cache(cache_entry, work_dir, {kCachedErrors});
@@ -674,7 +721,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
 
   if (!hit) {
     argv = {toolchain.cxx, "-shared", "-o", result.shared_object.string(), object.string(), driver->second.string()};
-    if (!toolchain.link_option.empty()) argv.push_back(toolchain.link_option);
+    argv.insert(argv.end(), toolchain.link_options.begin(), toolchain.link_options.end());
     if (cuda) {
       // The kernel's host code calls the CUDA runtime: the toolkit's libcudart
       // (same soname as the one a CUDA LibTorch loads, so one copy at run time).
@@ -684,6 +731,19 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
       argv.push_back("-lcudart");
     }
     auto linked = step.run(argv);
+    if (!linked.exited_cleanly() && !linked.timed_out) {
+      // Whose fault? The same link without the learner's object settles it
+      // (a linker gone, the exercise's library missing are the grader's).
+      std::vector<std::string> control = {toolchain.cxx, "-shared", "-o", (work_dir / "control.so").string(),
+                                          driver->second.string()};
+      control.insert(control.end(), toolchain.link_options.begin(), toolchain.link_options.end());
+      auto checked = step.run(control);
+      if (!checked.exited_cleanly()) {
+        throw GraderFault("cannot link against " + driver->second.string() + " (" + checked.describe_end() + "): " +
+                          checked.stderr_text.substr(0, checked.stderr_text.find('\n')) +
+                          " (rebuild the grader: ./grade does it)");
+      }
+    }
     if (!linked.exited_cleanly()) {
       result.diagnostics = linked.timed_out ? describe_failure(linked, "linking") + "\n"
                                             : trim_diagnostics(linked.stderr_text, source.string(), shown_as);

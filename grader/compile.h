@@ -57,6 +57,11 @@ Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exerci
                               const std::filesystem::path& submission_dir,
                               const std::vector<std::filesystem::path>& hide, const std::filesystem::path& scratch);
 
+// Whether a line of the source is `#include <torch/torch.h>` (or
+// <torch/all.h>), blanks allowed: such a submission is compiled against
+// LibTorch's whole API precompiled (a guess that decides only the speed).
+bool includes_all_of_libtorch(const std::string& text);
+
 // cache_dir: where compiled submissions are kept by content hash (empty: no
 // cache). Only the compiler's products are cached (compiled code, or the
 // errors of a source that does not compile), never a verdict. A compile of

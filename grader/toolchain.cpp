@@ -37,7 +37,7 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
     else if (key == "pch_support")
       toolchain.pch_support = value;
     else if (key == "link_option")
-      toolchain.link_option = value;
+      toolchain.link_options.push_back(value);
     else if (key == "torch_pch")
       toolchain.torch_pch = value;
     else if (key == "nvcc")

@@ -25,7 +25,7 @@ struct Toolchain {
   std::vector<std::string> library_dirs;                 // LibTorch's libraries (shown to the sandboxed runner)
   std::string prelude;  // grader/prelude.h: force-included first where there is no precompiled header
   std::string pch_support;  // grader/pch_support.h: read with the precompiled headers
-  std::string link_option;  // chooses a faster linker for submissions (-fuse-ld=lld), or empty
+  std::vector<std::string> link_options;  // for linking submissions: a faster linker, and what it must refuse
   std::string torch_pch;  // LibTorch's whole C++ API (<torch/torch.h>) precompiled, or empty
   // For exercises whose learner file is a .cu: the CUDA compiler (empty: none
   // was found, and such files are not compiled), the GPU architecture it

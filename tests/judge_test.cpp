@@ -104,6 +104,23 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   EXPECT_TRUE(found("0000000000000000 T _Z12my_dlsym_fooi\n0000000000000000 T _Z9model_dl_v\n").empty());
 }
 
+// Which submissions compile against LibTorch's whole API precompiled: an
+// include of <torch/torch.h> or <torch/all.h> on a line of its own, and no
+// input, however long its lines, can exhaust the scanner.
+TEST(Submissions, TorchHeaderIncludeIsFoundByLine) {
+  EXPECT_TRUE(includes_all_of_libtorch("#include <torch/torch.h>\n"));
+  EXPECT_TRUE(includes_all_of_libtorch("// model\n  #  include\t\"torch/all.h\"\nint x;"));
+  EXPECT_TRUE(includes_all_of_libtorch("#include \"mhsa.h\"\n#include <torch/torch.h>"));
+  EXPECT_FALSE(includes_all_of_libtorch("#include <torch/types.h>\n#include <torch/torch.hpp>\n"));
+  EXPECT_FALSE(includes_all_of_libtorch("int x; #include <torch/torch.h>\n"));
+  EXPECT_FALSE(includes_all_of_libtorch("#include <torch/torch.h"));
+  EXPECT_FALSE(includes_all_of_libtorch(""));
+  // A megabyte of blanks, then the include; and one with no line break at all.
+  EXPECT_TRUE(includes_all_of_libtorch(std::string(1 << 20, ' ') + "\n#include <torch/torch.h>\n"));
+  EXPECT_TRUE(includes_all_of_libtorch(std::string(1 << 20, '\t') + "#include <torch/torch.h>"));
+  EXPECT_FALSE(includes_all_of_libtorch(std::string(1 << 20, '#')));
+}
+
 TEST(Submissions, LinksFifosAndHugeFilesAreRefused) {
   auto dir = fresh_dir("grader-read-test");
   std::ofstream(dir / "secret.cpp") << "SECRET";
