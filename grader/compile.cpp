@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "errors.h"
@@ -106,7 +107,6 @@ bool include_allowed(const std::string& header, const Toolchain& toolchain, cons
   return std::any_of(toolchain.system_include_dirs.begin(), toolchain.system_include_dirs.end(),
                      [&](const std::string& dir) { return is_within(path, dir); });
 }
-
 
 // What decides the compiled code: the source, the interface, the compiler and
 // its flags, the precompiled header and the driver it is linked with.
@@ -464,33 +464,32 @@ SymbolFindings forbidden_symbols_in(const std::string& nm_output, const Exercise
   return findings;
 }
 
-// Scanned by hand: the text is the learner's, up to 1 MB, and
-// a regular expression over it can exhaust the stack (libstdc++ recurses per
+// Scanned by hand, line by line: the text is the learner's, up to 1 MB, and a
+// regular expression over it can exhaust the stack (libstdc++ recurses per
 // character of a repetition).
 bool includes_all_of_libtorch(const std::string& text) {
-  size_t at = 0;
-  auto skip_blanks = [&] {
-    while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+  auto names_all_of_libtorch = [](std::string_view line) {
+    auto skip_blanks = [&line] {
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    };
+    auto take = [&line](std::string_view word) {
+      if (line.substr(0, word.size()) != word) return false;
+      line.remove_prefix(word.size());
+      return true;
+    };
+    skip_blanks();
+    if (!take("#")) return false;
+    skip_blanks();
+    if (!take("include")) return false;
+    skip_blanks();
+    if (!take("<") && !take("\"")) return false;
+    return (take("torch/torch.h") || take("torch/all.h")) && (take(">") || take("\""));
   };
-  auto take = [&](const char* word) {
-    const size_t length = std::strlen(word);
-    if (text.compare(at, length, word) != 0) return false;
-    at += length;
-    return true;
-  };
-  for (size_t line = 0; line < text.size(); line = text.find('\n', line), line += line != std::string::npos) {
-    if (line == std::string::npos) break;
-    at = line;
-    skip_blanks();
-    if (!take("#")) continue;
-    skip_blanks();
-    if (!take("include")) continue;
-    skip_blanks();
-    if (at >= text.size() || (text[at] != '<' && text[at] != '"')) continue;
-    ++at;
-    if (take("torch/torch.h") || take("torch/all.h")) {
-      if (at < text.size() && (text[at] == '>' || text[at] == '"')) return true;
-    }
+  const std::string_view all(text);
+  for (size_t start = 0; start < all.size();) {
+    const size_t end = std::min(all.find('\n', start), all.size());
+    if (names_all_of_libtorch(all.substr(start, end - start))) return true;
+    start = end + 1;
   }
   return false;
 }
@@ -644,9 +643,11 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     // steps under the same limits: compile, link and nm, each bounded.
     lock.emplace(cache_entry.string() + ".lock",
                  std::chrono::duration<double>(3 * exercise.limits.compile.seconds + 10));
+    // Found after waiting for the lock's holder, the entry was compiled just
+    // now, by that process: reported as compiled, not as unchanged.
+    result.cached = !lock->waited();
     if (fs::is_directory(cache_entry) && fs::is_regular_file(cache_entry / kCachedErrors)) {
       fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used
-      result.cached = !lock->waited();  // else compiled just now, by the process that held the lock
       result.diagnostics = trim_diagnostics(replace_all(read_file(cache_entry / kCachedErrors), "<scratch>",
                                                         work_dir.string()),
                                             source.string(), shown_as);
@@ -656,7 +657,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     if (fs::is_directory(cache_entry) && cached_copy(cache_entry, work_dir, products)) {
       fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used
       hit = true;
-      result.cached = !lock->waited();  // else compiled just now, by the process that held the lock
+    } else {
+      result.cached = false;
     }
   }
 

@@ -217,7 +217,7 @@ GradeReport grade(const GradeOptions& options) {
   }
 
   // Code that defines or calls the grader's own functions (grader/compile.cpp's
-  // judge rules) is never run: linked beside the driver, it could steer what
+  // judge rules) is never run: loaded with the driver, it could steer what
   // the runner records.
   if (!compiled.refuses_run.empty()) {
     if (std::any_of(exercise.checks.begin(), exercise.checks.end(),

@@ -229,7 +229,8 @@ std::unique_ptr<Cgroup> Cgroup::create(const Limits& limits, std::string* why) {
     }
     auto dir = base / name;
     if (!fs::create_directory(dir, error)) {
-      return fail("cgroup v2: cannot create " + dir.string() + (error ? " (" + error.message() + ")" : " (it already exists)"));
+      return fail("cgroup v2: cannot create " + dir.string() + " (" +
+                  (error ? error.message() : std::string("it already exists")) + ")");
     }
     group->dirs_.push_back(dir.string());
     group->memory_dir_ = group->pids_dir_ = group->cpu_dir_ = dir.string();
