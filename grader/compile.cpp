@@ -12,8 +12,10 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -53,16 +55,20 @@ std::string read_file(const fs::path& file) {
   return buffer.str();
 }
 
-// Headers listed in a make-style dependency file (the source itself left out);
-// "\ " is an escaped space, "$$" an escaped dollar.
-std::vector<std::string> depfile_headers(const fs::path& depfile, const fs::path& source) {
+// Headers listed in a make-style dependency file (the compiled files left
+// out: the source, or a compile ahead's stub and its pipe); "\ " is an
+// escaped space, "$$" an escaped dollar.
+std::vector<std::string> depfile_headers(const fs::path& depfile, const std::vector<fs::path>& compiled) {
   auto text = replace_all(read_file(depfile), "\\\n", " ");
   auto colon = text.find(": ");
   std::vector<std::string> headers;
   if (colon == std::string::npos) return headers;
   std::string word;
   auto flush = [&] {
-    if (!word.empty() && word != source.string() && word != source.filename().string()) headers.push_back(word);
+    bool ours = std::any_of(compiled.begin(), compiled.end(), [&word](const fs::path& file) {
+      return word == file.string() || word == file.filename().string();
+    });
+    if (!word.empty() && !ours) headers.push_back(word);
     word.clear();
   };
   for (size_t i = colon + 2; i < text.size(); ++i) {
@@ -112,7 +118,7 @@ bool include_allowed(const std::string& header, const Toolchain& toolchain, cons
 // its flags, the precompiled header and the driver it is linked with.
 std::string cache_key(const Toolchain& toolchain, const Exercise& exercise, const std::string& source_text,
                       const std::vector<std::string>& argv, const fs::path& work_dir, const fs::path& pch,
-                      const fs::path& driver, const std::string& isolation) {
+                      const fs::path& driver, const std::string& isolation, const std::string& stub_text) {
   Sha256 hash;
   auto add = [&hash](const std::string& part) {
     hash.update(std::to_string(part.size()) + ":");
@@ -127,6 +133,7 @@ std::string cache_key(const Toolchain& toolchain, const Exercise& exercise, cons
   add("grader compile cache v3");
   add(isolation);  // what isolated the compiler that produced the entry
   add(source_text);
+  add(stub_text);  // a compile ahead's stub (empty: the source compiled as itself)
   add(read_file(exercise.dir / exercise.interface_header));
   add(read_file(toolchain.flags_file));
   for (const auto& arg : argv) add(replace_all(arg, work_dir.string(), "<scratch>"));
@@ -279,15 +286,19 @@ struct Step {
   const SandboxStatus& sandbox;
   const Confinement& confinement;
 
-  ChildOutcome run(std::vector<std::string> argv, size_t output_bytes = 0) const {
+  ChildOutcome run(std::vector<std::string> argv, size_t output_bytes = 0, std::string request = "") const {
+    return run_child(spec(std::move(argv), output_bytes, std::move(request)));
+  }
+  ChildSpec spec(std::vector<std::string> argv, size_t output_bytes = 0, std::string request = "") const {
     ChildSpec spec;
     spec.argv = std::move(argv);
+    spec.request = std::move(request);
     spec.working_dir = work_dir.string();
     spec.limits = child_limits(exercise.limits.compile);
     if (output_bytes) spec.limits.output_bytes = output_bytes;
     spec.limits.file_size_bytes = kCompileFileBytes;
     sandbox_child(sandbox, confinement, spec);
-    return run_child(spec);
+    return spec;
   }
 };
 
@@ -516,9 +527,134 @@ Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exerci
   return confinement;
 }
 
+namespace {
+
+// The precompiled header a C++ submission is compiled against: the
+// exercise's interface, or, for a submission that includes all of LibTorch's
+// C++ API (as most real code does), that API precompiled (with the prelude
+// and pch_support.h; the interface header is then force-included, before the
+// source): twice as fast as parsing <torch/torch.h>. Only the speed depends
+// on this guess. Empty where the exercise has none.
+fs::path precompiled_header(const Toolchain& toolchain, const Exercise& exercise, bool libtorch_api) {
+  fs::path pch;
+  auto found = toolchain.pchs.find(exercise.id);
+  if (found == toolchain.pchs.end()) return pch;
+  pch = found->second;
+  std::error_code error;
+  auto header_time = fs::last_write_time(exercise.dir / exercise.interface_header, error);
+  if (!fs::exists(pch) || error || fs::last_write_time(pch) < header_time) {
+    throw GraderFault("the precompiled interface " + pch.string() + " is missing or older than " +
+                      exercise.interface_header + ": rebuild the grader (./grade does it)");
+  }
+  if (libtorch_api && !toolchain.torch_pch.empty()) {
+    if (!fs::exists(toolchain.torch_pch)) {
+      throw GraderFault("the precompiled LibTorch API " + toolchain.torch_pch +
+                        " is missing: rebuild the grader (./grade does it)");
+    }
+    pch = toolchain.torch_pch;
+  }
+  return pch;
+}
+
+// The C++ compiler's command for `source`, into work_dir's submission.o
+// (dependencies: submission.d).
+std::vector<std::string> compiler_argv(const Toolchain& toolchain, const Exercise& exercise, const fs::path& pch,
+                                       const fs::path& source, const fs::path& work_dir) {
+  bool gcc_style = toolchain.cxx.find("clang") == std::string::npos;
+  std::vector<std::string> argv = {toolchain.cxx, "@" + toolchain.flags_file.string(), "-fdiagnostics-color=never",
+          gcc_style ? "-fmax-errors=20" : "-ferror-limit=20", "-MD"};
+  // The headers whose inline functions do an exercise's work come first, under
+  // their real names (grader/prelude.h; inside the precompiled interface when there is one).
+  if (!pch.empty()) {
+    argv.insert(argv.end(), {"-include-pch", pch.string()});
+  } else if (!toolchain.prelude.empty()) {
+    argv.insert(argv.end(), {"-include", toolchain.prelude});
+  }
+  // Under LibTorch's precompiled API the interface comes next, before any
+  // line of the submission, as it does inside the exercise's own header.
+  if (!pch.empty() && pch == toolchain.torch_pch) {
+    argv.insert(argv.end(), {"-include", (exercise.dir / exercise.interface_header).string()});
+  }
+  argv.insert(argv.end(), {"-MF", (work_dir / "submission.d").string(), "-iquote", exercise.dir.string(), "-c", source.string(), "-o",
+                           (work_dir / "submission.o").string()});
+  return argv;
+}
+
+// What a compile ahead compiles (EarlyCompile): class templates of the
+// standard library instantiated for a type of its own, which makes the
+// compiler load what the precompiled header holds of them (the first use of
+// the header costs every compile about 0.3 s, whatever the source), then the
+// source itself, from the pipe on fd 3, through a link whose name the source
+// cannot know (so its own `#include "/dev/fd/3"` is refused, as in a compile
+// of the file itself). It defines nothing a submission can see or call.
+const char* const kAheadStub = R"(// grade watch: compiled ahead of the next save (grader/compile.cpp)
+namespace __grader_ahead {
+struct Warm {};
+static_assert(sizeof(std::shared_ptr<const Warm>) > 0, "");
+static_assert(sizeof(std::vector<Warm>) > 0, "");
+}  // namespace __grader_ahead
+#include "<pipe>"
+)";
+
+std::string random_token() {
+  std::random_device random;
+  std::ostringstream token;
+  token << std::hex << std::setfill('0');
+  for (int i = 0; i < 2; ++i) token << std::setw(8) << random();
+  return token.str();
+}
+
+// The source as a compile ahead reads it: its lines keep their numbers and
+// its file name (#line), as in a compile of the file itself; a byte-order
+// mark stays first.
+std::string ahead_source(const std::string& text, const fs::path& source) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const bool marked = text.compare(0, bom.size(), bom) == 0;
+  return (marked ? bom : "") + "#line 1 \"" + source.string() + "\"\n" + text.substr(marked ? bom.size() : 0);
+}
+
+// The compiler's messages without the stub's "In file included from" lines.
+std::string without_stub_lines(const std::string& text, const fs::path& stub) {
+  const std::string prefix = "In file included from " + stub.string() + ":";
+  std::istringstream lines(text);
+  std::string out;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) != 0) out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+EarlyCompile::EarlyCompile(const Toolchain& toolchain, const Exercise& exercise, const fs::path& work_dir,
+                           bool libtorch_api, const SandboxStatus& sandbox, const Confinement& confinement) {
+  if (is_cuda_exercise(exercise)) return;  // nvcc: not started ahead
+  pch_ = precompiled_header(toolchain, exercise, libtorch_api);
+  if (pch_.empty()) return;
+  token_ = random_token();
+  stub_ = work_dir / ("ahead-" + token_ + ".cpp");
+  pipe_ = work_dir / ("ahead-" + token_ + ".src");
+  {
+    std::ofstream out(stub_, std::ios::binary | std::ios::trunc);
+    out << replace_all(kAheadStub, "<pipe>", pipe_.string());
+    if (!out.flush()) throw GraderFault("cannot write " + stub_.string());
+  }
+  fs::permissions(stub_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  fs::create_symlink("/dev/fd/3", pipe_);
+  argv_ = compiler_argv(toolchain, exercise, pch_, stub_, work_dir);
+  const Step step{exercise, work_dir, sandbox, confinement};
+  auto spec = step.spec(argv_);
+  spec.request_by_path = true;  // the stub includes it
+  child_ = std::make_unique<EarlyChild>(std::move(spec));
+}
+
+EarlyCompile::~EarlyCompile() = default;
+
+bool EarlyCompile::waiting() const { return child_ && child_->waiting(); }
+
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise, const Submission& submission,
                                  const fs::path& work_dir, const fs::path& cache_dir, const SandboxStatus& sandbox,
-                                 const Confinement& confinement) {
+                                 const Confinement& confinement, EarlyCompile* ahead) {
   const Step step{exercise, work_dir, sandbox, confinement};
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -545,29 +681,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     result.seconds = elapsed();
     return result;
   }
-  fs::path pch;
-  if (auto found = toolchain.pchs.find(exercise.id); !cuda && found != toolchain.pchs.end()) {
-    pch = found->second;
-    std::error_code error;
-    auto header_time = fs::last_write_time(exercise.dir / exercise.interface_header, error);
-    if (!fs::exists(pch) || error || fs::last_write_time(pch) < header_time) {
-      throw GraderFault("the precompiled interface " + pch.string() + " is missing or older than " +
-                        exercise.interface_header + ": rebuild the grader (./grade does it)");
-    }
-  }
-  // A submission that includes all of LibTorch's C++ API, as most real code
-  // does, is compiled against that API precompiled (with the prelude and
-  // pch_support.h; the interface header is then force-included, before the
-  // source): twice as fast as parsing <torch/torch.h>. Only the speed depends
-  // on this guess.
-  if (!pch.empty() && !toolchain.torch_pch.empty() && includes_all_of_libtorch(submission.text)) {
-    if (!fs::exists(toolchain.torch_pch)) {
-      throw GraderFault("the precompiled LibTorch API " + toolchain.torch_pch +
-                        " is missing: rebuild the grader (./grade does it)");
-    }
-    pch = toolchain.torch_pch;
-  }
-
+  const auto pch = cuda ? fs::path() : precompiled_header(toolchain, exercise, includes_all_of_libtorch(submission.text));
   fs::create_directories(work_dir);
   const auto source = work_dir / exercise.learner_files.front();
   {
@@ -609,24 +723,11 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
             "-o",
             object.string()};
   } else {
-    bool gcc_style = toolchain.cxx.find("clang") == std::string::npos;
-    argv = {toolchain.cxx, "@" + toolchain.flags_file.string(), "-fdiagnostics-color=never",
-            gcc_style ? "-fmax-errors=20" : "-ferror-limit=20", "-MD"};
-    // The headers whose inline functions do an exercise's work come first, under
-    // their real names (grader/prelude.h; inside the precompiled interface when there is one).
-    if (!pch.empty()) {
-      argv.insert(argv.end(), {"-include-pch", pch.string()});
-    } else if (!toolchain.prelude.empty()) {
-      argv.insert(argv.end(), {"-include", toolchain.prelude});
-    }
-    // Under LibTorch's precompiled API the interface comes next, before any
-    // line of the submission, as it does inside the exercise's own header.
-    if (!pch.empty() && pch == toolchain.torch_pch) {
-      argv.insert(argv.end(), {"-include", (exercise.dir / exercise.interface_header).string()});
-    }
-    argv.insert(argv.end(), {"-MF", depfile.string(), "-iquote", exercise.dir.string(), "-c", source.string(), "-o",
-                             object.string()});
+    argv = compiler_argv(toolchain, exercise, pch, source, work_dir);
   }
+  // A compiler started ahead for this grade (grade watch) is used when it
+  // loaded the same precompiled header and still waits for its source.
+  const bool use_ahead = ahead && !cuda && !pch.empty() && ahead->pch() == pch && ahead->waiting();
 
   // An unchanged submission is not compiled again: same source, interface,
   // compiler, flags, precompiled header, driver and isolation give the same object.
@@ -635,8 +736,13 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   std::optional<FileLock> lock;
   bool hit = false;  // the products came from the cache
   if (!cache_dir.empty()) {
-    cache_entry = cache_dir / cache_key(toolchain, exercise, submission.text, argv, work_dir, pch, driver->second,
-                                        sandbox.describe());
+    auto key_argv = argv;
+    if (use_ahead) {  // its own command, the random part of its files' names left out
+      key_argv = ahead->argv();
+      for (auto& arg : key_argv) arg = replace_all(arg, ahead->token(), "<token>");
+    }
+    cache_entry = cache_dir / cache_key(toolchain, exercise, submission.text, key_argv, work_dir, pch,
+                                        driver->second, sandbox.describe(), use_ahead ? kAheadStub : "");
     std::error_code error;
     fs::create_directories(cache_dir, error);
     // Until this compile is done and stored. Another holder runs the same
@@ -663,7 +769,22 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   }
 
   if (!hit) {
-    auto compiled = step.run(argv);
+    ChildOutcome compiled;
+    bool ahead_stub_mentioned = false;
+    if (use_ahead) {
+      compiled = ahead->finish(ahead_source(submission.text, source));
+      result.ahead = !compiled.ended_unasked;
+      if (compiled.ended_unasked) {
+        // It ended before the source came (its precompiled header rebuilt
+        // meanwhile, say): the source is compiled as itself, to the same code.
+        compiled = step.run(argv);
+      } else {
+        compiled.stderr_text = without_stub_lines(compiled.stderr_text, ahead->stub());
+        ahead_stub_mentioned = compiled.stderr_text.find(ahead->stub().string()) != std::string::npos;
+      }
+    } else {
+      compiled = step.run(argv);
+    }
     if ((compiled.exit_code == 127 || compiled.exit_code == 125) && compiled.stderr_text.empty()) {
       // 127: exec failed; 125: the child could not join its cgroup or drop privileges.
       throw GraderFault("cannot start the compiler " + argv.front() + " (exit status " +
@@ -689,6 +810,18 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                             " (rebuild the grader: ./grade does it)");
         }
       }
+      // Likewise a message about the stub of a compile ahead: settled by
+      // compiling the stub around an empty source.
+      if (ahead_stub_mentioned) {
+        auto spec = step.spec(ahead->argv(), 0, "\n");
+        spec.request_by_path = true;
+        auto checked = run_child(spec);
+        if (!checked.exited_cleanly()) {
+          throw GraderFault("the compiler started ahead of the save cannot compile its stub " +
+                            ahead->stub().string() + ": " +
+                            checked.stderr_text.substr(0, checked.stderr_text.find('\n')));
+        }
+      }
       // The compiler's own verdict on the source (not a limit it ran into) is
       // the same on every compile of this key: cached.
       if (!cache_entry.empty() && compiled.exit_code == 1 && !compiled.timed_out && !compiled.memory_exceeded &&
@@ -712,7 +845,9 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   // The submission may include LibTorch, the standard library and its
   // interface header; nothing else (this project's reference or solutions,
   // devices, /proc). Inside the sandbox most of these cannot even be found.
-  for (const auto& header : hit ? std::vector<std::string>() : depfile_headers(depfile, source)) {
+  const auto compiled_files = use_ahead ? std::vector<fs::path>{source, ahead->stub(), ahead->pipe()}
+                                        : std::vector<fs::path>{source};
+  for (const auto& header : hit ? std::vector<std::string>() : depfile_headers(depfile, compiled_files)) {
     if (!include_allowed(header, toolchain, exercise, pch)) {
       result.diagnostics = shown_as + ": includes " + header + "\nA submission may include LibTorch, the standard " +
                            "library and " + exercise.interface_header + " only.\n";

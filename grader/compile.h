@@ -5,10 +5,12 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "exercise.h"
+#include "process.h"
 #include "sandbox.h"
 #include "toolchain.h"
 
@@ -22,6 +24,7 @@ struct CompileResult {
   std::string refuses_run;  // one of them for which the code is not run at all, if any
   double seconds = 0;
   bool cached = false;  // the compiled code came from the cache (unchanged submission)
+  bool ahead = false;   // compiled by an EarlyCompile (started before the source was known)
   // A .cu learner file where no nvcc was found: not compiled; the shared
   // object holds the driver alone (which then says so in every case), and
   // this says why, for the report. Never the learner's failure.
@@ -62,6 +65,38 @@ Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exerci
 // LibTorch's whole API precompiled (a guess that decides only the speed).
 bool includes_all_of_libtorch(const std::string& text);
 
+// A compile started before its source is known: `grade watch` starts one for
+// the next save while the learner edits. The compiler loads the precompiled
+// header and does the first-use work every compile against it repeats (about
+// 0.3 s), then waits for the source, which a stub file includes from a pipe.
+// Its wall-clock limit counts from the source's arrival; compile_submission
+// uses it when it loaded the header the source needs, and compiles the source
+// as itself otherwise. Destroyed unused, it is stopped.
+class EarlyCompile {
+ public:
+  // In work_dir (the next grade's scratch folder), for a source that does (or
+  // not) include all of LibTorch's API. Starts nothing for a CUDA exercise.
+  EarlyCompile(const Toolchain& toolchain, const Exercise& exercise, const std::filesystem::path& work_dir,
+               bool libtorch_api, const SandboxStatus& sandbox, const Confinement& confinement);
+  ~EarlyCompile();
+  EarlyCompile(const EarlyCompile&) = delete;
+  EarlyCompile& operator=(const EarlyCompile&) = delete;
+
+  bool waiting() const;  // started, and still waiting for its source
+  const std::filesystem::path& pch() const { return pch_; }
+  const std::vector<std::string>& argv() const { return argv_; }
+  const std::filesystem::path& stub() const { return stub_; }  // the file compiled
+  const std::filesystem::path& pipe() const { return pipe_; }  // the link to the pipe it reads the source from
+  const std::string& token() const { return token_; }          // the random part of their names
+  ChildOutcome finish(std::string source_text) { return child_->finish(std::move(source_text)); }
+
+ private:
+  std::filesystem::path pch_, stub_, pipe_;
+  std::string token_;
+  std::vector<std::string> argv_;
+  std::unique_ptr<EarlyChild> child_;
+};
+
 // cache_dir: where compiled submissions are kept by content hash (empty: no
 // cache). Only the compiler's products are cached (compiled code, or the
 // errors of a source that does not compile), never a verdict. A compile of
@@ -70,7 +105,8 @@ bool includes_all_of_libtorch(const std::string& text);
 // taken from the cache.
 CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exercise, const Submission& submission,
                                  const std::filesystem::path& work_dir, const std::filesystem::path& cache_dir,
-                                 const SandboxStatus& sandbox, const Confinement& confinement);
+                                 const SandboxStatus& sandbox, const Confinement& confinement,
+                                 EarlyCompile* ahead = nullptr);
 
 // The forbidden names in a submission's symbol table (`nm` output, not
 // demangled): the judge's own list, and the exercise's built-ins. One line

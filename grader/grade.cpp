@@ -104,22 +104,130 @@ std::vector<std::string> gpu_device_nodes() {
 }
 }  // namespace
 
-GradeReport grade(const GradeOptions& options) {
-  auto start = Clock::now();
+// What prepare_grade starts; everything a grade needs before the submission.
+struct PreparedGrade {
+  std::string options_key;  // the options it was prepared for (prepared_for)
+  Exercise exercise;
+  std::unique_ptr<Suite> suite;
+  Target target;
+  fs::path submission;
+  Toolchain toolchain;
+  std::vector<std::pair<fs::path, fs::file_time_type>> inputs;  // read to prepare it, with their times
+  std::unique_ptr<ScratchFolder> scratch;
+  Confinement confinement;
+  fs::path shared_object;  // where the compile puts the submission's shared object (compile.h)
+  // Last, so stopped first (before the scratch folder goes).
+  std::unique_ptr<EarlyChild> runner;
+  std::unique_ptr<EarlyCompile> compile;
+};
+
+void PreparedGradeEnd::operator()(PreparedGrade* prepared) const { delete prepared; }
+
+namespace {
+
+std::string prepared_for(const GradeOptions& options) {
+  auto number = [](const std::optional<double>& value) { return value ? fmt::format("{}", *value) : "-"; };
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", options.project_root.string(),
+                     options.build_dir.string(), options.exercise,
+                     options.submission ? options.submission->string() : "-", number(options.run_seconds),
+                     number(options.memory_mb), number(options.output_kb), options.sandbox.describe(),
+                     options.keep_scratch, options.device);
+}
+
+fs::file_time_type modified(const fs::path& file) {
+  std::error_code error;
+  auto time = fs::last_write_time(file, error);
+  return error ? fs::file_time_type::min() : time;
+}
+
+// Whether `prepared` still fits: the same options, nothing it read changed
+// since, and its runner still waiting.
+bool still_fits(const PreparedGrade& prepared, const GradeOptions& options) {
+  if (prepared.options_key != prepared_for(options) || !prepared.runner->waiting()) return false;
+  return std::all_of(prepared.inputs.begin(), prepared.inputs.end(),
+                     [](const auto& input) { return modified(input.first) == input.second; });
+}
+
+// The runner's command: it loads the submission's shared object and runs the
+// cases of `records` (none: they come later, as a deferred request).
+ChildSpec runner_spec(const PreparedGrade& prepared, const SandboxStatus& sandbox,
+                      const std::vector<wire::Record>& records) {
+  ChildSpec spec;
+  spec.argv = {fs::absolute(prepared.toolchain.runner).string()};
+  if (sandbox.seccomp) spec.argv.push_back("--seccomp");
+  spec.argv.push_back(prepared.shared_object.string());
+  spec.working_dir = prepared.scratch->path().string();
+  if (!records.empty()) spec.request = wire::encode(records);
+  spec.result_channel = true;
+  spec.limits = child_limits(prepared.exercise.limits.run);
+  spec.limits.stop_at_output_limit = true;
+  // The runner writes no file (its system-call filter refuses), and sees its
+  // scratch folder read-only.
+  Confinement run_view = prepared.confinement;
+  if (prepared.target.on_gpu()) run_view.devices = gpu_device_nodes();
+  run_view.read_only.push_back(run_view.writable);
+  run_view.writable.clear();
+  sandbox_child(sandbox, run_view, spec);
+  return spec;
+}
+
+}  // namespace
+
+Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) {
+  Prepared prepared(new PreparedGrade);
+  auto& p = *prepared;
+  p.options_key = prepared_for(options);
   auto exercise_dir = find_exercise_dir(options.project_root / "exercises", options.exercise);
-  auto exercise = load_exercise(exercise_dir);
-  auto& run_limits = exercise.limits.run;
+  const auto toolchain_file = options.build_dir / "toolchain.txt";
+  for (const auto& file : {exercise_dir / "exercise.yaml", exercise_dir.parent_path() / "shared.yaml", toolchain_file})
+    p.inputs.emplace_back(file, modified(file));
+  p.exercise = load_exercise(exercise_dir);
+  auto& run_limits = p.exercise.limits.run;
   if (options.run_seconds) run_limits.seconds = run_limits.cpu_seconds = *options.run_seconds;
   if (options.memory_mb) run_limits.memory_mb = *options.memory_mb;
   if (options.output_kb) run_limits.output_kb = *options.output_kb;
-  auto suite = make_suite(exercise);
-  const auto target = resolve_target(options.device);
-  suite->set_target(target);
+  p.suite = make_suite(p.exercise);
+  p.target = resolve_target(options.device);
+  p.suite->set_target(p.target);
+  p.submission = fs::absolute(options.submission.value_or(p.exercise.learner_file()));
+  p.toolchain = load_toolchain(toolchain_file);
+
+  const auto& sandbox = options.sandbox;
+  p.scratch = std::make_unique<ScratchFolder>(scratch_base(), options.keep_scratch, sandbox.drop_to_nobody);
+  p.confinement = grade_confinement(p.toolchain, p.exercise, options.project_root, options.build_dir,
+                                    p.submission.parent_path(), options.hide, p.scratch->path());
+  p.shared_object = p.scratch->path() / "submission.so";
+  // The runner starts now and loads LibTorch while the submission compiles
+  // (two cores, two jobs); its request, and its clock, wait for the compile.
+  p.runner = std::make_unique<EarlyChild>(runner_spec(p, sandbox, {}));
+  if (compile_ahead) {
+    // For a source like the one there now: with all of LibTorch's API or not.
+    bool libtorch_api = false;
+    try {
+      libtorch_api = includes_all_of_libtorch(read_submission(p.submission));
+    } catch (const UsageError&) {  // mid-save, say: the grade will tell
+    }
+    p.compile = std::make_unique<EarlyCompile>(p.toolchain, p.exercise, p.scratch->path(), libtorch_api, sandbox,
+                                               p.confinement);
+  }
+  return prepared;
+}
+
+GradeReport grade(const GradeOptions& options, Prepared prepared) {
+  auto start = Clock::now();
+  if (!prepared || !still_fits(*prepared, options)) {
+    prepared.reset();  // stopped before a new one starts
+    prepared = prepare_grade(options, false);
+  }
+  auto& exercise = prepared->exercise;
+  const auto& run_limits = exercise.limits.run;
+  auto& suite = prepared->suite;
+  const auto& target = prepared->target;
+  const auto& toolchain = prepared->toolchain;
 
   Submission submission;
-  submission.path = fs::absolute(options.submission.value_or(exercise.learner_file()));
+  submission.path = prepared->submission;
   submission.text = read_submission(submission.path);
-  auto toolchain = load_toolchain(options.build_dir / "toolchain.txt");
 
   GradeReport report;
   report.exercise = exercise.id;
@@ -132,10 +240,8 @@ GradeReport grade(const GradeOptions& options) {
 
   const auto& sandbox = options.sandbox;
   report.sandbox = sandbox.describe();
-  ScratchFolder scratch(scratch_base(), options.keep_scratch, sandbox.drop_to_nobody);
-
-  const auto confinement = grade_confinement(toolchain, exercise, options.project_root, options.build_dir,
-                                             submission.path.parent_path(), options.hide, scratch.path());
+  const auto& scratch = *prepared->scratch;
+  const auto& confinement = prepared->confinement;
   auto finish = [&](Verdict verdict, std::string summary) {
     report.verdict = verdict;
     report.summary = std::move(summary);
@@ -151,54 +257,16 @@ GradeReport grade(const GradeOptions& options) {
   std::optional<wire::Record> speed_request;
   if (target.on_gpu() && options.speed && !exercise.speed.sizes.empty())
     speed_request = plan_speed(exercise, report.seed, target.device);
-  // Where the compile puts the shared object (compile.h).
-  const auto shared_object = scratch.path() / "submission.so";
-  auto runner_spec = [&](const std::vector<wire::Record>& records) {
-    ChildSpec spec;
-    spec.argv = {fs::absolute(toolchain.runner).string()};
-    if (sandbox.seccomp) spec.argv.push_back("--seccomp");
-    spec.argv.push_back(shared_object.string());
-    spec.working_dir = scratch.path().string();
-    if (!records.empty()) spec.request = wire::encode(records);
-    spec.result_channel = true;
-    spec.limits = child_limits(run_limits);
-    spec.limits.stop_at_output_limit = true;
-    // The runner writes no file (its system-call filter refuses), and sees its
-    // scratch folder read-only.
-    Confinement run_view = confinement;
-    if (target.on_gpu()) run_view.devices = gpu_device_nodes();
-    run_view.read_only.push_back(run_view.writable);
-    run_view.writable.clear();
-    sandbox_child(sandbox, run_view, spec);
-    return spec;
-  };
-  // The runner starts now and loads LibTorch while the submission compiles
-  // (two cores, two jobs); its request, and its clock, wait for the compile.
-  // Whatever ends this grade early abandons it.
-  std::promise<std::optional<std::string>> request_ready;
-  auto early_spec = runner_spec({});
-  early_spec.deferred_request = request_ready.get_future().share();
-  auto running = std::async(std::launch::async, [&early_spec] { return run_child(early_spec); });
-  struct Abandon {
-    std::promise<std::optional<std::string>>& ready;
-    std::future<ChildOutcome>& running;
-    bool delivered = false;
-    ~Abandon() {
-      if (delivered) return;
-      ready.set_value(std::nullopt);
-      try {
-        running.get();
-      } catch (...) {
-      }
-    }
-  } abandon{request_ready, running};
+  const auto& shared_object = prepared->shared_object;
 
   // Compile.
   auto compiled = compile_submission(toolchain, exercise, submission, scratch.path(),
                                      options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
-                                     sandbox, confinement);
+                                     sandbox, confinement, prepared->compile.get());
+  prepared->compile.reset();  // unused (a cached compile): stopped
   report.compile_seconds = compiled.seconds;
   report.compile_cached = compiled.cached;
+  report.compile_ahead = compiled.ahead;
   if (!compiled.ok) {
     report.compiler_output = compiled.diagnostics;
     // grader/prelude.h poisons the names of inline built-ins: naming one (to
@@ -231,9 +299,7 @@ GradeReport grade(const GradeOptions& options) {
     throw GraderFault("the compiled submission is at " + compiled.shared_object.string() + ", not " +
                       shared_object.string());
   auto run_start = Clock::now();
-  request_ready.set_value(wire::encode(requests));
-  abandon.delivered = true;
-  auto outcome = running.get();
+  auto outcome = prepared->runner->finish(wire::encode(requests));
   report.run_seconds = seconds_since(run_start);
   report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
   report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
@@ -353,7 +419,7 @@ GradeReport grade(const GradeOptions& options) {
   if (failed == 0 && gpu_skipped == 0) {
     auto passed = finish(Verdict::passed, "Every check passed.");
     if (speed_request) {
-      passed.speed = time_forward(runner_spec({*speed_request}), exercise, *speed_request);
+      passed.speed = time_forward(runner_spec(*prepared, sandbox, {*speed_request}), exercise, *speed_request);
       passed.total_seconds = seconds_since(start);
     }
     return passed;

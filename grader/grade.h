@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "checks/check.h"
@@ -33,8 +34,22 @@ struct GradeOptions {
 // unknown name, and for cuda where this LibTorch cannot use a CUDA device (why).
 Target resolve_target(const std::string& device);
 
+// What a grade starts before it reads the submission: its scratch folder, the
+// runner (which loads LibTorch meanwhile) and, with compile_ahead, a compile
+// that waits for the source (compile.h: EarlyCompile). `grade watch` prepares
+// the next grade as soon as one is shown, so that a save finds both ready.
+// Destroying it stops what it started.
+struct PreparedGrade;
+struct PreparedGradeEnd {
+  void operator()(PreparedGrade* prepared) const;
+};
+using Prepared = std::unique_ptr<PreparedGrade, PreparedGradeEnd>;
+Prepared prepare_grade(const GradeOptions& options, bool compile_ahead);
+
 // Throws UsageError/ConfigError for bad input and GraderFault when the grader
 // itself cannot work; everything the submission does becomes a verdict.
-GradeReport grade(const GradeOptions& options);
+// `prepared` (prepare_grade with the same options) is used if nothing it was
+// prepared from changed since (the exercise, the build), and replaced otherwise.
+GradeReport grade(const GradeOptions& options, Prepared prepared = {});
 
 }  // namespace grader

@@ -103,6 +103,8 @@ bool join_cgroup(const char* procs_file) {
   }
   if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) _exit(127);
   if (spec.drop_to_nobody) {
+    // A pipe is its creator's (mode 0600): the child may reopen its request's by name only as its owner.
+    if (spec.request_by_path && request_fd >= 0 && fchown(3, kNobody, kNobody) != 0) _exit(125);
     if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(125);
   }
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
@@ -280,6 +282,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
     }
   }
 
+  outcome.ended_unasked = waiting_for_request;  // the loop ended before the request came
   // Whatever happened, nothing of the child's process group (nor of its
   // cgroup, which also holds what left the group) outlives the run.
   kill(-pid, SIGKILL);
@@ -314,6 +317,31 @@ ChildOutcome run_child(const ChildSpec& spec) {
   // The kernel's CPU limit ends a process with SIGXCPU (or SIGKILL past the hard limit).
   if (outcome.term_signal == SIGXCPU) outcome.timed_out = true;
   return outcome;
+}
+
+EarlyChild::EarlyChild(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::move(spec))) {
+  spec_->deferred_request = request_.get_future().share();
+  outcome_ = std::async(std::launch::async, [spec = spec_.get()] { return run_child(*spec); });
+}
+
+EarlyChild::~EarlyChild() {
+  if (sent_) return;
+  request_.set_value(std::nullopt);
+  try {
+    outcome_.get();
+  } catch (...) {  // a fault starting it: nothing left to stop
+  }
+}
+
+bool EarlyChild::waiting() const {
+  return !sent_ && outcome_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+}
+
+ChildOutcome EarlyChild::finish(std::string request) {
+  if (sent_) throw GraderFault("EarlyChild::finish called twice");
+  sent_ = true;
+  request_.set_value(std::move(request));
+  return outcome_.get();
 }
 
 }  // namespace grader

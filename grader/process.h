@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ struct ChildOutcome {
   bool process_cap_hit = false;  // a fork or thread creation was refused
   bool output_exceeded = false;  // stopped at the output limit
   bool abandoned = false;        // the deferred request never came: killed before it ran anything asked of it
+  bool ended_unasked = false;    // it ended on its own before its deferred request arrived
 
   bool exited_cleanly() const { return started && !timed_out && term_signal == 0 && exit_code == 0; }
   std::string describe_end() const;  // "exit status 3", "killed by signal 11 (Segmentation fault)", ...
@@ -59,6 +61,7 @@ struct ChildSpec {
   // wall-clock limit counts from its arrival; nullopt abandons the child
   // (killed, ChildOutcome::abandoned).
   std::shared_future<std::optional<std::string>> deferred_request;
+  bool request_by_path = false;  // the child opens its request by name (/dev/fd/3), not only through fd 3
   bool result_channel = false;  // give the child fd 4 to write its results to
   ChildLimits limits;
   bool use_cgroup = false;           // run it in its own cgroup (memory, processes, CPU time)
@@ -75,5 +78,29 @@ void reap_orphans();
 // Never throws for anything the child does; throws GraderFault if the grader
 // cannot create pipes, a cgroup it was asked for, or fork.
 ChildOutcome run_child(const ChildSpec& spec);
+
+// A child started before its request is known, to load what it needs while
+// the parent still works (ChildSpec::deferred_request, set here): run_child
+// on a thread of its own. Destroyed without a request, it is abandoned
+// (killed, and waited for).
+class EarlyChild {
+ public:
+  explicit EarlyChild(ChildSpec spec);
+  ~EarlyChild();
+  EarlyChild(const EarlyChild&) = delete;
+  EarlyChild& operator=(const EarlyChild&) = delete;
+
+  // Still running and waiting for its request (not ended on its own).
+  bool waiting() const;
+  // Sends the request (its wall-clock limit starts now) and waits for the
+  // child to end. Once.
+  ChildOutcome finish(std::string request);
+
+ private:
+  std::unique_ptr<ChildSpec> spec_;  // run_child reads it until the child ends
+  std::promise<std::optional<std::string>> request_;
+  std::future<ChildOutcome> outcome_;
+  bool sent_ = false;
+};
 
 }  // namespace grader

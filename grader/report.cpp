@@ -269,7 +269,10 @@ std::string render_text(const GradeReport& report, bool color) {
   if (auto table = speed_text(report.speed); !table.empty()) out += table + "\n";
 
   out += p.dim(fmt::format("compile {:.1f} s{}, run {:.1f} s, total {:.1f} s", report.compile_seconds,
-                           report.compile_cached ? " (unchanged, cached)" : "", report.run_seconds,
+                           report.compile_cached  ? " (unchanged, cached)"
+                           : report.compile_ahead ? " (started before the save)"
+                                                  : "",
+                           report.run_seconds,
                            report.total_seconds)) +
          "\n";
   out += p.dim(report.device == "cuda" ? std::string("ran on the GPU (cuda): GPU-verified")
@@ -317,6 +320,7 @@ std::string render_json(const GradeReport& report) {
   json["max_score"] = report.max_score;
   json["timing"] = {{"compile_seconds", report.compile_seconds},
                     {"compile_cached", report.compile_cached},
+                    {"compile_ahead", report.compile_ahead},
                     {"run_seconds", report.run_seconds},
                     {"total_seconds", report.total_seconds}};
   if (report.speed.ran || !report.speed.note.empty()) {

@@ -46,6 +46,7 @@ struct GradeReport {
   std::string program_stderr;
   double compile_seconds = 0;
   bool compile_cached = false;  // unchanged submission: compiled code reused
+  bool compile_ahead = false;   // compiled by a compiler started before the save (grade watch)
   std::string sandbox;          // what isolated this grade (one line)
   double run_seconds = 0;
   double total_seconds = 0;

@@ -128,6 +128,7 @@ int watch(const GradeOptions& options, const WatchOptions& watch_options) {
     mode_note = "file events are unavailable here (inotify): press Enter to grade again";
   }
   int status = kExitNotPassed;
+  Prepared next;  // the next grade, started ahead
   for (int round = 1; !stop_requested; ++round) {
     if (watch_options.color) std::cout << "\x1b[H\x1b[2J";  // a fresh screen for each grade
     std::cout << "watching " << printable(watch_options.file.string()) << " (grade " << round << ", " << clock_now()
@@ -135,7 +136,7 @@ int watch(const GradeOptions& options, const WatchOptions& watch_options) {
     if (!mode_note.empty()) std::cout << "notice: " << mode_note << "\n";
     std::cout << "\n" << std::flush;
     try {
-      auto report = grade(options);
+      auto report = grade(options, std::move(next));
       if (watch_options.on_grade) watch_options.on_grade(report);
       std::cout << render_text(report, watch_options.color) << std::flush;
       status = exit_code_for(report.verdict);
@@ -144,7 +145,14 @@ int watch(const GradeOptions& options, const WatchOptions& watch_options) {
       std::cout << "grade: " << error.what() << "\n" << std::flush;
       status = error.exit_code();
     }
-    if (stop_requested || wait_for_change(&events, manual) == Woken::stop) break;
+    if (stop_requested) break;
+    // The next grade's runner and compiler start now, while the learner edits.
+    try {
+      next = prepare_grade(options, true);
+    } catch (const Error&) {  // the next grade will say what is wrong
+      next.reset();
+    }
+    if (wait_for_change(&events, manual) == Woken::stop) break;
   }
   std::cout << "\nwatch stopped.\n" << std::flush;
   ::close(wake_pipe[0]);

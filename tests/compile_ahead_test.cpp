@@ -1,0 +1,114 @@
+// grade watch compiles a save with a compiler started before it (compile.h:
+// EarlyCompile). Whatever the source, that must give the report a compile of
+// the file itself gives: same verdict, checks and compiler messages.
+#include <random>
+#include <regex>
+
+#include "compile.h"
+#include "corpus_support.h"
+#include "grade.h"
+#include "toolchain.h"
+
+namespace corpus {
+namespace {
+
+std::string read(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// What must agree between the two compiles.
+std::string essentials(const grader::GradeReport& report) {
+  std::string out = std::string(grader::verdict_name(report.verdict)) + "\n" + report.summary + "\n" +
+                    report.compiler_output + "\n";
+  for (const auto& check : report.checks) {
+    out += check.id + " " + std::to_string(static_cast<int>(check.status)) + " " + check.message + "\n";
+  }
+  return out;
+}
+
+TEST(CompileAhead, GivesTheReportOfACompileOfTheFile) {
+  auto dir = fs::temp_directory_path() / ("grader-ahead-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  grader::GradeOptions options;
+  options.project_root = kRoot;
+  options.build_dir = kBuild;
+  options.use_cache = false;
+  options.seed = 20261124;
+  options.sandbox = grader::detect_sandbox(grader::SandboxMode::automatic,
+                                           grader::load_toolchain(kBuild / "toolchain.txt").seccomp);
+  const auto sdpa = kRoot / "tests/submissions/exercise_sdpa";
+  const auto model = read(kRoot / "solutions/exercise_sdpa/sdpa.cpp");
+  struct Case {
+    std::string exercise, name, text;
+    // false: both refused, in words of their own (the file's own compile
+    // warns about `#pragma once` in the main file; a special file is not
+    // found there, and refused by name here; the stub is one more level of
+    // inclusion).
+    bool same_messages = true;
+  };
+  std::vector<Case> cases = {
+      {"exercise_sdpa", "model", model},
+      {"exercise_sdpa", "no_scaling", read(sdpa / "wrong/no_scaling.cpp")},
+      {"exercise_sdpa", "byte_order_mark", "\xEF\xBB\xBF" + model},
+      {"exercise_sdpa", "no_newline_at_end", model.substr(0, model.find_last_not_of("\n") + 1)},
+      // Errors point at the learner's lines, under the learner's file name.
+      {"exercise_sdpa", "compile_error", model + "\nint broken(;\n"},
+      {"exercise_sdpa", "error_in_first_line", "int broken(;\n" + model},
+      {"exercise_sdpa", "unterminated_comment", model + "\n/* never closed\n"},
+      {"exercise_sdpa", "file_name_in_a_message",
+       model + "\nstatic_assert(sizeof(__FILE__) == 1, __FILE__);\n"},
+      {"exercise_sdpa", "includes_dev_stdin", read(sdpa / "hostile/includes_dev_stdin.cpp")},
+      {"exercise_sdpa", "includes_reference", read(sdpa / "hostile/includes_reference.cpp")},
+      {"exercise_sdpa", "includes_ahead_pipe", read(sdpa / "hostile/includes_ahead_pipe.cpp"), false},
+      {"exercise_sdpa", "includes_itself", "#pragma once\n#include __FILE__\n" + model, false},
+      // (Too deep one inclusion sooner here: the stub is one.)
+      {"exercise_sdpa", "includes_itself_endlessly", "#include __FILE__\n" + model, false},
+      {"exercise_sdpa", "calls_kernel_directly", read(sdpa / "hostile/calls_kernel_directly.cpp")},
+      // All of LibTorch's API: the compiler started ahead loaded the other header.
+      {"exercise_mhsa", "torch_header_only",
+       read(kRoot / "tests/submissions/exercise_mhsa/accepted/torch_header_only.cpp")},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.exercise + " " + c.name);
+    options.exercise = c.exercise;
+    const auto file = dir / fs::path(grader::load_exercise(kRoot / "exercises" / c.exercise).learner_files.front());
+    options.submission = file;
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << c.text;
+    auto alone = grader::grade(options);
+    EXPECT_FALSE(alone.compile_ahead);
+    // Started before the file changes (as grade watch does), with the
+    // header the file before needed.
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << (c.name == "torch_header_only" ? c.text : model);
+    auto prepared = grader::prepare_grade(options, true);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << c.text;
+    auto ahead = grader::grade(options, std::move(prepared));
+    EXPECT_TRUE(ahead.compile_ahead) << essentials(ahead);
+    if (c.same_messages) {
+      EXPECT_EQ(essentials(ahead), essentials(alone));
+    } else {
+      EXPECT_EQ(ahead.verdict, grader::Verdict::compile_error) << essentials(ahead);
+      EXPECT_EQ(alone.verdict, grader::Verdict::compile_error) << essentials(alone);
+    }
+    // Nothing of the stub shows.
+    EXPECT_FALSE(std::regex_search(ahead.compiler_output, std::regex("ahead-[0-9a-f]{16}|__grader_ahead")))
+        << ahead.compiler_output;
+  }
+  // A save that switches to all of LibTorch's API: compiled as itself.
+  options.exercise = "exercise_mhsa";
+  const auto file = dir / "mhsa.cpp";
+  options.submission = file;
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << read(kRoot / "solutions/exercise_mhsa/mhsa.cpp");
+  auto prepared = grader::prepare_grade(options, true);
+  std::ofstream(file, std::ios::binary | std::ios::trunc)
+      << read(kRoot / "tests/submissions/exercise_mhsa/accepted/torch_header_only.cpp");
+  auto switched = grader::grade(options, std::move(prepared));
+  EXPECT_EQ(switched.verdict, grader::Verdict::passed) << essentials(switched);
+  EXPECT_FALSE(switched.compile_ahead);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace corpus
