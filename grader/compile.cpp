@@ -59,22 +59,24 @@ std::string read_file(const fs::path& file) {
 // out: the source, or a compile ahead's stub and its pipe); "\ " is an
 // escaped space, "$$" an escaped dollar.
 std::vector<std::string> depfile_headers(const fs::path& depfile, const std::vector<fs::path>& compiled) {
-  auto text = replace_all(read_file(depfile), "\\\n", " ");
+  const auto text = read_file(depfile);
   auto colon = text.find(": ");
   std::vector<std::string> headers;
   if (colon == std::string::npos) return headers;
+  std::set<std::string> ours;
+  for (const auto& file : compiled) ours.insert({file.string(), file.filename().string()});
   std::string word;
   auto flush = [&] {
-    bool ours = std::any_of(compiled.begin(), compiled.end(), [&word](const fs::path& file) {
-      return word == file.string() || word == file.filename().string();
-    });
-    if (!word.empty() && !ours) headers.push_back(word);
+    if (!word.empty() && !ours.count(word)) headers.push_back(word);
     word.clear();
   };
   for (size_t i = colon + 2; i < text.size(); ++i) {
     char c = text[i];
     if (c == '\\' && i + 1 < text.size() && text[i + 1] == ' ') {
       word += ' ';
+      ++i;
+    } else if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {  // a continued line
+      flush();
       ++i;
     } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') {
       word += '$';
@@ -93,26 +95,42 @@ std::vector<std::string> depfile_headers(const fs::path& depfile, const std::vec
 // toolchain's (LibTorch's) include folders and the system's headers (the C++
 // library, the compiler's own). Anything else (another file of this project,
 // /dev/stdin, /proc/...) is refused as the learner's compile error.
-bool include_allowed(const std::string& header, const Toolchain& toolchain, const Exercise& exercise,
-                     const fs::path& pch) {
-  fs::path path = fs::path(header).lexically_normal();
-  if (path == (exercise.dir / exercise.interface_header).lexically_normal()) return true;
-  if (!pch.empty() && path == pch.lexically_normal()) return true;
-  if (!toolchain.prelude.empty() && path == fs::path(toolchain.prelude).lexically_normal()) return true;
-  if (!toolchain.pch_support.empty() && path == fs::path(toolchain.pch_support).lexically_normal()) return true;
-  for (const char* system : {"/usr/include", "/usr/lib", "/usr/local/include"}) {
-    if (is_within(path, system)) return true;
+// (A compile lists thousands of headers: the allowed places are normalised once.)
+class IncludePolicy {
+ public:
+  IncludePolicy(const Toolchain& toolchain, const Exercise& exercise, const fs::path& pch) {
+    for (const auto& file : {exercise.dir / exercise.interface_header, pch, fs::path(toolchain.prelude),
+                             fs::path(toolchain.pch_support)}) {
+      if (!file.empty()) files_.insert(file.lexically_normal());
+    }
+    std::vector<fs::path> dirs = {"/usr/include", "/usr/lib", "/usr/local/include"};
+    // The CUDA Toolkit's own headers (for a .cu; under /usr/local/cuda, say),
+    // by the configured path or the one its links lead to.
+    if (!toolchain.cuda_root.empty()) {
+      dirs.push_back(toolchain.cuda_root);
+      std::error_code error;
+      auto real = fs::weakly_canonical(toolchain.cuda_root, error);
+      if (!error) dirs.push_back(real);
+    }
+    dirs.insert(dirs.end(), toolchain.system_include_dirs.begin(), toolchain.system_include_dirs.end());
+    for (const auto& dir : dirs) {
+      auto text = dir.lexically_normal().string();
+      while (text.size() > 1 && text.back() == '/') text.pop_back();
+      dirs_.push_back(text);
+    }
   }
-  // The CUDA Toolkit's own headers (for a .cu; under /usr/local/cuda, say),
-  // by the configured path or the one its links lead to.
-  if (!toolchain.cuda_root.empty()) {
-    std::error_code error;
-    auto real = fs::weakly_canonical(toolchain.cuda_root, error);
-    if (is_within(path, toolchain.cuda_root) || (!error && is_within(path, real))) return true;
+  bool allows(const std::string& header) const {
+    const fs::path path = fs::path(header).lexically_normal();
+    const std::string& file = path.string();
+    return files_.count(path) || std::any_of(dirs_.begin(), dirs_.end(), [&file](const std::string& dir) {
+             return file.size() > dir.size() && file.compare(0, dir.size(), dir) == 0 && file[dir.size()] == '/';
+           });
   }
-  return std::any_of(toolchain.system_include_dirs.begin(), toolchain.system_include_dirs.end(),
-                     [&](const std::string& dir) { return is_within(path, dir); });
-}
+
+ private:
+  std::set<fs::path> files_;
+  std::vector<std::string> dirs_;  // normalised, no trailing '/'
+};
 
 // What decides the compiled code: the source, the interface, the compiler and
 // its flags, the precompiled header and the driver it is linked with.
@@ -277,7 +295,7 @@ bool diagnoses_the_source(const std::string& stderr_text, const std::string& sou
 // grade's disk use stays bounded whatever the source asks the compiler for.
 constexpr size_t kCompileFileBytes = 128ull << 20;
 
-// The compiler, linker and nm run with the exercise's compile limits, in the
+// The compiler, linker and readelf run with the exercise's compile limits, in the
 // same sandbox as learner code: a source file can make a compiler hang or try
 // to include any file it can see.
 struct Step {
@@ -420,34 +438,39 @@ const SymbolRule kJudgeRules[] = {
     {"_dl_sym", "looks functions up by name at run time", true},
 };
 
-// One line of `nm` (no -C): "ADDRESS TYPE NAME" or "         U NAME".
+// One symbol of `readelf --syms --wide` (no demangling):
+// "  Num: Value Size Type Bind Vis Ndx Name", Ndx UND for an imported one.
 struct Symbol {
-  char type = '?';
+  bool imported = false;
   std::string name;
 };
-std::optional<Symbol> parse_nm_line(const std::string& line) {
+std::optional<Symbol> parse_readelf_line(const std::string& line) {
   std::istringstream words(line);
   std::vector<std::string> parts;
   for (std::string word; words >> word;) parts.push_back(word);
-  if (parts.size() < 2 || parts[parts.size() - 2].size() != 1) return std::nullopt;
-  Symbol symbol{parts[parts.size() - 2][0], parts.back()};
+  if (parts.size() < 8 || parts[0].size() < 2 || parts[0].back() != ':' ||
+      parts[0].find_first_not_of("0123456789") != parts[0].size() - 1) {
+    return std::nullopt;  // a heading
+  }
+  Symbol symbol{parts[6] == "UND", parts[7]};
+  for (size_t i = 8; i < parts.size(); ++i) symbol.name += " " + parts[i];  // a name with blanks
   if (auto at = symbol.name.find('@'); at != std::string::npos) symbol.name.resize(at);  // versioned
   return symbol;
 }
 
 }  // namespace
 
-SymbolFindings forbidden_symbols_in(const std::string& nm_output, const Exercise& exercise) {
+SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise) {
   std::map<std::string, std::string> found;  // what it means -> the first symbol that showed it
   std::string refusing;                      // the first what of a rule that refuses the run
   auto note = [&found](const std::string& what, const std::string& symbol) {
     found.emplace(what, symbol.size() > 100 ? symbol.substr(0, 100) + "..." : symbol);
   };
-  std::istringstream lines(nm_output);
+  std::istringstream lines(symbol_table);
   for (std::string line; std::getline(lines, line);) {
-    auto symbol = parse_nm_line(line);
+    auto symbol = parse_readelf_line(line);
     if (!symbol) continue;
-    bool imported = symbol->type == 'U' || symbol->type == 'w' || symbol->type == 'v';
+    const bool imported = symbol->imported;
     for (const auto& rule : kJudgeRules) {
       if (rule.exact ? symbol->name == rule.pattern : symbol->name.find(rule.pattern) != std::string::npos) {
         note(std::string("your code ") + rule.why, symbol->name);
@@ -746,7 +769,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     std::error_code error;
     fs::create_directories(cache_dir, error);
     // Until this compile is done and stored. Another holder runs the same
-    // steps under the same limits: compile, link and nm, each bounded.
+    // steps under the same limits: compile, link and readelf, each bounded.
     lock.emplace(cache_entry.string() + ".lock",
                  std::chrono::duration<double>(3 * exercise.limits.compile.seconds + 10));
     // Found after waiting for the lock's holder, the entry was compiled just
@@ -847,8 +870,9 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   // devices, /proc). Inside the sandbox most of these cannot even be found.
   const auto compiled_files = use_ahead ? std::vector<fs::path>{source, ahead->stub(), ahead->pipe()}
                                         : std::vector<fs::path>{source};
+  const IncludePolicy includes(toolchain, exercise, pch);
   for (const auto& header : hit ? std::vector<std::string>() : depfile_headers(depfile, compiled_files)) {
-    if (!include_allowed(header, toolchain, exercise, pch)) {
+    if (!includes.allows(header)) {
       result.diagnostics = shown_as + ": includes " + header + "\nA submission may include LibTorch, the standard " +
                            "library and " + exercise.interface_header + " only.\n";
       result.seconds = elapsed();
@@ -856,9 +880,45 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     }
   }
 
+  if (toolchain.readelf.empty()) throw GraderFault("the toolchain names no readelf: rebuild the grader");
+  // An object with LTO sections carries a second symbol list, which tools
+  // such as nm read (through a plugin) instead of the real one: a submission
+  // could list what it likes there. The compiler never emits them here.
+  auto object_bytes = read_file(object);
+  if (object_bytes.find(".gnu.lto_") != std::string::npos || object_bytes.find("__gnu_lto") != std::string::npos) {
+    result.diagnostics = shown_as +
+                         ": the compiled code holds link-time-optimisation sections (.gnu.lto_*), "
+                         "a second symbol list that could hide its symbols from the grader; remove the inline "
+                         "assembly or section attributes that make them.\n";
+    result.seconds = elapsed();
+    return result;
+  }
+  // The object's symbols are listed while it is linked (two cores).
+  auto listing = std::async(std::launch::async, [&step, &toolchain, &object] {
+    return step.run({toolchain.readelf, "--syms", "--wide", object.string()}, 64 * 1024 * 1024);
+  });
+  // The link: the linker itself where its command is known, else through
+  // the compiler's driver. Without an object: the control link below.
+  auto link_argv = [&](const fs::path& output, const fs::path& learner_object) {
+    std::vector<std::string> link;
+    if (!toolchain.link_command.empty() && !cuda) {
+      for (const auto& arg : toolchain.link_command) {
+        if (arg == "@OBJECT@") {
+          if (!learner_object.empty()) link.push_back(learner_object.string());
+        } else {
+          link.push_back(arg == "@OUTPUT@" ? output.string() : arg == "@LIBRARY@" ? driver->second.string() : arg);
+        }
+      }
+      return link;
+    }
+    link = {toolchain.cxx, "-shared", "-o", output.string()};
+    if (!learner_object.empty()) link.push_back(learner_object.string());
+    link.push_back(driver->second.string());
+    link.insert(link.end(), toolchain.link_options.begin(), toolchain.link_options.end());
+    return link;
+  };
   if (!hit) {
-    argv = {toolchain.cxx, "-shared", "-o", result.shared_object.string(), object.string(), driver->second.string()};
-    argv.insert(argv.end(), toolchain.link_options.begin(), toolchain.link_options.end());
+    argv = link_argv(result.shared_object, object);
     if (cuda) {
       // The kernel's host code calls the CUDA runtime: the toolkit's libcudart
       // (same soname as the one a CUDA LibTorch loads, so one copy at run time).
@@ -871,10 +931,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     if (!linked.exited_cleanly() && !linked.timed_out) {
       // Whose fault? The same link without the learner's object settles it
       // (a linker gone, the exercise's library missing are the grader's).
-      std::vector<std::string> control = {toolchain.cxx, "-shared", "-o", (work_dir / "control.so").string(),
-                                          driver->second.string()};
-      control.insert(control.end(), toolchain.link_options.begin(), toolchain.link_options.end());
-      auto checked = step.run(control);
+      auto checked = step.run(link_argv(work_dir / "control.so", fs::path()));
       if (!checked.exited_cleanly()) {
         throw GraderFault("cannot link against " + driver->second.string() + " (" + checked.describe_end() + "): " +
                           checked.stderr_text.substr(0, checked.stderr_text.find('\n')) +
@@ -894,33 +951,23 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   }
   lock.reset();  // stored: a grade waiting for this compile takes it from the cache now
 
-  if (toolchain.nm.empty()) throw GraderFault("the toolchain names no nm: rebuild the grader");
-  // nm reads an object with LTO sections through its plugin, from those
-  // sections alone: a submission could list what it likes there and hide its
-  // real symbols (or make nm abort). The compiler never emits them here.
-  auto object_bytes = read_file(object);
-  if (object_bytes.find(".gnu.lto_") != std::string::npos || object_bytes.find("__gnu_lto") != std::string::npos) {
-    result.diagnostics = shown_as +
-                         ": the compiled code holds link-time-optimisation sections (.gnu.lto_*), "
-                         "which would hide its symbols from the grader; remove the inline assembly or "
-                         "section attributes that make them.\n";
-    result.seconds = elapsed();
-    return result;
-  }
-  // Mangled names (no -C: demangling can be made to explode) hold the
-  // identifiers verbatim. Symbol tables of LibTorch code are long.
-  auto symbols = step.run({toolchain.nm, object.string()}, 64 * 1024 * 1024);
+  // The object's own symbol table, by readelf (no plugins: nm loads the LTO
+  // plugins, LLVMgold among them, 0.1 s per grade). Mangled names (no
+  // demangling, which can be made to explode) hold the identifiers verbatim.
+  // Symbol tables of LibTorch code are long.
+  auto symbols = listing.get();
   if (!symbols.exited_cleanly() || symbols.stdout_truncated) {
-    // Whose fault? nm listing the driver object (built by the grader) settles it.
-    auto control = step.run({toolchain.nm, driver->second.string()}, 64 * 1024 * 1024);
+    // Whose fault? The same on the exercise's library (built by the grader) settles it.
+    auto control = step.run({toolchain.readelf, "--syms", "--wide", driver->second.string()}, 64 * 1024 * 1024);
     if (!control.exited_cleanly()) {
-      throw GraderFault("cannot list symbols with " + toolchain.nm +
-                        " (on the grader's own driver object: " + control.describe_end() + ")");
+      throw GraderFault("cannot list symbols with " + toolchain.readelf +
+                        " (on the grader's own " + driver->second.filename().string() + ": " +
+                        control.describe_end() + ")");
     }
     auto reason = symbols.stdout_truncated
                       ? std::string("its symbol table is far too large")
                       : symbols.describe_end() + ": " + symbols.stderr_text.substr(0, symbols.stderr_text.find('\n'));
-    result.diagnostics = shown_as + ": the compiled code cannot be inspected by nm (" + reason +
+    result.diagnostics = shown_as + ": the compiled code cannot be inspected by readelf (" + reason +
                          "); the grader must list its symbols. Remove unusual sections, attributes or inline "
                          "assembly.\n";
     result.seconds = elapsed();

@@ -108,7 +108,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                                  const SandboxStatus& sandbox, const Confinement& confinement,
                                  EarlyCompile* ahead = nullptr);
 
-// The forbidden names in a submission's symbol table (`nm` output, not
+// The forbidden names in a submission's symbol table (`readelf --syms --wide` output, not
 // demangled): the judge's own list, and the exercise's built-ins. One line
 // each in `all`; `refuses_run` repeats the first whose code must not run at
 // all (it defines or calls the grader's own code), empty when none.
@@ -116,7 +116,7 @@ struct SymbolFindings {
   std::vector<std::string> all;
   std::string refuses_run;
 };
-SymbolFindings forbidden_symbols_in(const std::string& nm_output, const Exercise& exercise);
+SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise);
 
 // Keeps the compiler's lines that help: errors and notes about the learner's
 // file, with the scratch path replaced by the path the learner knows.

@@ -20,8 +20,8 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
     if (value.empty()) continue;
     if (key == "cxx")
       toolchain.cxx = value;
-    else if (key == "nm")
-      toolchain.nm = value;
+    else if (key == "readelf")
+      toolchain.readelf = value;
     else if (key == "flags_file")
       toolchain.flags_file = value;
     else if (key == "include")
@@ -38,6 +38,8 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.pch_support = value;
     else if (key == "link_option")
       toolchain.link_options.push_back(value);
+    else if (key == "link_command")
+      toolchain.link_command.push_back(value);
     else if (key == "torch_pch")
       toolchain.torch_pch = value;
     else if (key == "nvcc")

@@ -12,7 +12,7 @@ namespace grader {
 
 struct Toolchain {
   std::string cxx;                                       // the compiler for submissions
-  std::string nm;                                        // lists the symbols of the compiled submission
+  std::string readelf;                                   // lists the symbols of the compiled submission
   std::filesystem::path flags_file;                      // response file: language level, defines, includes, options
   std::vector<std::string> system_include_dirs;          // where LibTorch's headers may come from
   std::filesystem::path runner;                          // the child-process runner executable
@@ -26,6 +26,9 @@ struct Toolchain {
   std::string prelude;  // grader/prelude.h: force-included first where there is no precompiled header
   std::string pch_support;  // grader/pch_support.h: read with the precompiled headers
   std::vector<std::string> link_options;  // for linking submissions: a faster linker, and what it must refuse
+  // The linker's command that `cxx -shared -o @OUTPUT@ @OBJECT@ @LIBRARY@` plus
+  // link_options runs (asked of the driver at configure time); empty: link through cxx.
+  std::vector<std::string> link_command;
   std::string torch_pch;  // LibTorch's whole C++ API (<torch/torch.h>) precompiled, or empty
   // For exercises whose learner file is a .cu: the CUDA compiler (empty: none
   // was found, and such files are not compiled), the GPU architecture it
