@@ -3,6 +3,7 @@
 # several interleaved runs, every file compiled (--no-cache), each variant
 # against a baseline measured in the same run:
 #   direct   `grade class --jobs 2` (no scheduler): the baseline
+#   jobs1    `grade class --jobs 1`: one grade at a time
 #   slurm2x1 a one-node Slurm (scripts/slurm/local-cluster.sh): 2 array
 #            tasks of 1 CPU each, submit to gradebook (queueing and merge included)
 #   slurm1x2 the same with 1 task of 2 CPUs (--jobs 2 inside it)
@@ -51,10 +52,10 @@ now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 per_minute() { awk -v n="$items" -v s="$1" 'BEGIN {printf "%.1f", 60 * n / s}'; }
 
-run_direct() {
+run_direct() {  # jobs
   rm -rf "$work/results"
   "$build/grader/grade" --root "$root" --build-dir "$build" class "$work/class" --results "$work/results" \
-    --jobs 2 --no-cache >/dev/null 2>&1
+    --jobs "${1:-2}" --no-cache >/dev/null 2>&1
   "$build/grader/grade" --root "$root" --build-dir "$build" merge "$work/results" --gradebook "$work/book" >/dev/null
 }
 run_slurm() {  # shards cpus
@@ -68,9 +69,10 @@ timed() { local t0 t1; t0=$(now); "$@"; t1=$(now); awk -v a="$t0" -v b="$t1" 'BE
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "class: $students students x 3 exercises = $items submissions, every file compiled; runs: $runs (interleaved)"
-direct=() s21=() s12=()
+direct=() jobs1=() s21=() s12=()
 for ((r = 0; r < runs; r++)); do
-  direct+=("$(timed run_direct)")
+  direct+=("$(timed run_direct 2)")
+  jobs1+=("$(timed run_direct 1)")
   if ((slurm)); then
     s21+=("$(timed run_slurm 2 1)")
     s12+=("$(timed run_slurm 1 2)")
@@ -78,6 +80,8 @@ for ((r = 0; r < runs; r++)); do
 done
 base=$(printf '%s\n' "${direct[@]}" | median)
 echo "direct   (grade class --jobs 2):  median $base s  ($(per_minute "$base")/min)  runs: ${direct[*]}"
+m=$(printf '%s\n' "${jobs1[@]}" | median)
+echo "jobs1    (grade class --jobs 1):  median $m s  ($(per_minute "$m")/min, $(awk -v a="$m" -v b="$base" 'BEGIN {printf "%.2f", a / b}')x the direct time)  runs: ${jobs1[*]}"
 if ((slurm)); then
   for name in s21 s12; do
     declare -n times=$name

@@ -191,6 +191,14 @@ Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) {
   p.suite->set_target(p.target);
   p.submission = fs::absolute(options.submission.value_or(p.exercise.learner_file()));
   p.toolchain = load_toolchain(toolchain_file);
+  // What a runner or a compiler started now has open: a rebuild meanwhile
+  // (a new precompiled header, a new exercise library) makes them stale.
+  for (const auto* built : {&p.toolchain.pchs, &p.toolchain.drivers}) {
+    if (auto found = built->find(p.exercise.id); found != built->end())
+      p.inputs.emplace_back(found->second, modified(found->second));
+  }
+  if (!p.toolchain.torch_pch.empty()) p.inputs.emplace_back(p.toolchain.torch_pch, modified(p.toolchain.torch_pch));
+  p.inputs.emplace_back(p.toolchain.runner, modified(p.toolchain.runner));
 
   const auto& sandbox = options.sandbox;
   p.scratch = std::make_unique<ScratchFolder>(scratch_base(), options.keep_scratch, sandbox.drop_to_nobody);

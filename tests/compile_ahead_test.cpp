@@ -107,6 +107,17 @@ TEST(CompileAhead, GivesTheReportOfACompileOfTheFile) {
   auto switched = grader::grade(options, std::move(prepared));
   EXPECT_EQ(switched.verdict, grader::Verdict::passed) << essentials(switched);
   EXPECT_FALSE(switched.compile_ahead);
+
+  // A rebuild after the grade was prepared (here: the runner's time moved)
+  // makes what it started stale: the grade starts afresh.
+  const auto runner = grader::load_toolchain(kBuild / "toolchain.txt").runner;
+  prepared = grader::prepare_grade(options, true);
+  const auto built = fs::last_write_time(runner);
+  fs::last_write_time(runner, built + std::chrono::seconds(10));
+  auto rebuilt = grader::grade(options, std::move(prepared));
+  fs::last_write_time(runner, built);
+  EXPECT_EQ(rebuilt.verdict, grader::Verdict::passed) << essentials(rebuilt);
+  EXPECT_FALSE(rebuilt.compile_ahead);
   fs::remove_all(dir);
 }
 
