@@ -439,7 +439,10 @@ const SymbolRule kJudgeRules[] = {
 };
 
 // One symbol of `readelf --syms --wide` (no demangling):
-// "  Num: Value Size Type Bind Vis Ndx Name", Ndx UND for an imported one.
+// "  Num: Value Size Type Bind Vis [Other] Ndx Name", Ndx UND for an imported
+// one; "[Other]" (flags some targets keep beside the visibility, such as
+// AArch64's [VARIANT_PCS]) may hold blanks. Defined file and section symbols
+// name no code (nm does not list them) and are left out.
 struct Symbol {
   bool imported = false;
   std::string name;
@@ -452,9 +455,17 @@ std::optional<Symbol> parse_readelf_line(const std::string& line) {
       parts[0].find_first_not_of("0123456789") != parts[0].size() - 1) {
     return std::nullopt;  // a heading
   }
-  Symbol symbol{parts[6] == "UND", parts[7]};
-  for (size_t i = 8; i < parts.size(); ++i) symbol.name += " " + parts[i];  // a name with blanks
-  if (auto at = symbol.name.find('@'); at != std::string::npos) symbol.name.resize(at);  // versioned
+  size_t at = 6;
+  if (parts[at].front() == '[') {  // the flags after the visibility, up to their ']'
+    while (at < parts.size() && parts[at].back() != ']') ++at;
+    ++at;
+  }
+  if (at + 1 >= parts.size()) return std::nullopt;
+  const bool imported = parts[at] == "UND";
+  if (!imported && (parts[3] == "FILE" || parts[3] == "SECTION")) return std::nullopt;
+  Symbol symbol{imported, parts[at + 1]};
+  for (size_t i = at + 2; i < parts.size(); ++i) symbol.name += " " + parts[i];  // a name with blanks
+  if (auto version = symbol.name.find('@'); version != std::string::npos) symbol.name.resize(version);
   return symbol;
 }
 
@@ -652,6 +663,8 @@ std::string without_stub_lines(const std::string& text, const fs::path& stub) {
 EarlyCompile::EarlyCompile(const Toolchain& toolchain, const Exercise& exercise, const fs::path& work_dir,
                            bool libtorch_api, const SandboxStatus& sandbox, const Confinement& confinement) {
   if (is_cuda_exercise(exercise)) return;  // nvcc: not started ahead
+  // Its paths are written into #include and #line, which cannot hold every character.
+  if (work_dir.string().find_first_of("\"\\\n") != std::string::npos) return;
   pch_ = precompiled_header(toolchain, exercise, libtorch_api);
   if (pch_.empty()) return;
   token_ = random_token();
@@ -791,19 +804,25 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     }
   }
 
+  bool as_itself = false;  // a compile ahead was given up for a compile of the source as itself
   if (!hit) {
     ChildOutcome compiled;
-    bool ahead_stub_mentioned = false;
     if (use_ahead) {
       compiled = ahead->finish(ahead_source(submission.text, source));
-      result.ahead = !compiled.ended_unasked;
-      if (compiled.ended_unasked) {
-        // It ended before the source came (its precompiled header rebuilt
-        // meanwhile, say): the source is compiled as itself, to the same code.
+      compiled.stderr_text = without_stub_lines(compiled.stderr_text, ahead->stub());
+      // The source is compiled as itself, and that compile decides, where
+      // the compile ahead ended before the source came (its precompiled
+      // header rebuilt meanwhile, say), or failed with a message about the
+      // stub (an unclosed brace is reported at the end of the main file,
+      // which is the stub; or the stub itself broke). Its result is not
+      // stored under the key of the compile ahead.
+      if (compiled.ended_unasked ||
+          (!compiled.exited_cleanly() && compiled.stderr_text.find(ahead->stub().string()) != std::string::npos)) {
         compiled = step.run(argv);
+        cache_entry.clear();
+        as_itself = true;
       } else {
-        compiled.stderr_text = without_stub_lines(compiled.stderr_text, ahead->stub());
-        ahead_stub_mentioned = compiled.stderr_text.find(ahead->stub().string()) != std::string::npos;
+        result.ahead = true;
       }
     } else {
       compiled = step.run(argv);
@@ -833,18 +852,6 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
                             " (rebuild the grader: ./grade does it)");
         }
       }
-      // Likewise a message about the stub of a compile ahead: settled by
-      // compiling the stub around an empty source.
-      if (ahead_stub_mentioned) {
-        auto spec = step.spec(ahead->argv(), 0, "\n");
-        spec.request_by_path = true;
-        auto checked = run_child(spec);
-        if (!checked.exited_cleanly()) {
-          throw GraderFault("the compiler started ahead of the save cannot compile its stub " +
-                            ahead->stub().string() + ": " +
-                            checked.stderr_text.substr(0, checked.stderr_text.find('\n')));
-        }
-      }
       // The compiler's own verdict on the source (not a limit it ran into) is
       // the same on every compile of this key: cached.
       if (!cache_entry.empty() && compiled.exit_code == 1 && !compiled.timed_out && !compiled.memory_exceeded &&
@@ -868,8 +875,9 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   // The submission may include LibTorch, the standard library and its
   // interface header; nothing else (this project's reference or solutions,
   // devices, /proc). Inside the sandbox most of these cannot even be found.
-  const auto compiled_files = use_ahead ? std::vector<fs::path>{source, ahead->stub(), ahead->pipe()}
-                                        : std::vector<fs::path>{source};
+  const auto compiled_files = use_ahead && !as_itself
+                                  ? std::vector<fs::path>{source, ahead->stub(), ahead->pipe()}
+                                  : std::vector<fs::path>{source};
   const IncludePolicy includes(toolchain, exercise, pch);
   for (const auto& header : hit ? std::vector<std::string>() : depfile_headers(depfile, compiled_files)) {
     if (!includes.allows(header)) {
@@ -899,9 +907,10 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   });
   // The link: the linker itself where its command is known, else through
   // the compiler's driver. Without an object: the control link below.
+  bool direct_link = !toolchain.link_command.empty() && !cuda;
   auto link_argv = [&](const fs::path& output, const fs::path& learner_object) {
     std::vector<std::string> link;
-    if (!toolchain.link_command.empty() && !cuda) {
+    if (direct_link) {
       for (const auto& arg : toolchain.link_command) {
         if (arg == "@OBJECT@") {
           if (!learner_object.empty()) link.push_back(learner_object.string());
@@ -928,6 +937,13 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
       argv.push_back("-lcudart");
     }
     auto linked = step.run(argv);
+    if (!linked.exited_cleanly() && !linked.timed_out && direct_link) {
+      // The linker's command is what the driver said at configure time: a
+      // toolchain updated since may have moved its files. The driver decides.
+      direct_link = false;
+      argv = link_argv(result.shared_object, object);
+      linked = step.run(argv);
+    }
     if (!linked.exited_cleanly() && !linked.timed_out) {
       // Whose fault? The same link without the learner's object settles it
       // (a linker gone, the exercise's library missing are the grader's).

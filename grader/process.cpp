@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -261,7 +263,12 @@ ChildOutcome run_child(const ChildSpec& spec) {
     if (request.write >= 0 && !waiting_for_request) fds.push_back({request.write, POLLOUT, 0});
     int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
     wait_ms = std::min(wait_ms, reaped ? 100 : 50);
-    if (waiting_for_request) wait_ms = 5;  // looks for the request's arrival
+    if (waiting_for_request) {
+      // Woken by the request's arrival, or by the child's streams closing as it ends.
+      const bool woken = spec.request_wake_fd >= 0 && !fds.empty();
+      if (woken) fds.push_back({spec.request_wake_fd, POLLIN, 0});
+      wait_ms = woken ? 1000 : 5;
+    }
     int ready = poll(fds.data(), fds.size(), wait_ms);
     if (ready < 0 && errno != EINTR) break;
     if (ready == 0 && reaped) break;  // exited, and nothing more is coming
@@ -278,7 +285,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
         drain(err.read, outcome.stderr_text, spec.limits.output_bytes, outcome.stderr_truncated);
       } else if (entry.fd == result.read) {
         drain(result.read, outcome.result, spec.limits.result_bytes, outcome.result_truncated);
-      }
+      }  // request_wake_fd: stays readable; the request is taken at the top of the loop
     }
   }
 
@@ -321,15 +328,27 @@ ChildOutcome run_child(const ChildSpec& spec) {
 
 EarlyChild::EarlyChild(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::move(spec))) {
   spec_->deferred_request = request_.get_future().share();
+  wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  spec_->request_wake_fd = wake_;  // without one (-1), the wait polls
   outcome_ = std::async(std::launch::async, [spec = spec_.get()] { return run_child(*spec); });
 }
 
 EarlyChild::~EarlyChild() {
-  if (sent_) return;
-  request_.set_value(std::nullopt);
-  try {
-    outcome_.get();
-  } catch (...) {  // a fault starting it: nothing left to stop
+  if (!sent_) {
+    request_.set_value(std::nullopt);
+    wake();
+    try {
+      outcome_.get();
+    } catch (...) {  // a fault starting it: nothing left to stop
+    }
+  }
+  if (wake_ >= 0) close(wake_);
+}
+
+void EarlyChild::wake() {
+  const uint64_t one = 1;
+  if (wake_ >= 0) {
+    [[maybe_unused]] auto ignored = write(wake_, &one, sizeof one);
   }
 }
 
@@ -341,6 +360,7 @@ ChildOutcome EarlyChild::finish(std::string request) {
   if (sent_) throw GraderFault("EarlyChild::finish called twice");
   sent_ = true;
   request_.set_value(std::move(request));
+  wake();
   return outcome_.get();
 }
 

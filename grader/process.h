@@ -61,6 +61,7 @@ struct ChildSpec {
   // wall-clock limit counts from its arrival; nullopt abandons the child
   // (killed, ChildOutcome::abandoned).
   std::shared_future<std::optional<std::string>> deferred_request;
+  int request_wake_fd = -1;  // readable once deferred_request is ready (else it is polled for)
   bool request_by_path = false;  // the child opens its request by name (/dev/fd/3), not only through fd 3
   bool result_channel = false;  // give the child fd 4 to write its results to
   ChildLimits limits;
@@ -97,9 +98,11 @@ class EarlyChild {
   ChildOutcome finish(std::string request);
 
  private:
+  void wake();
   std::unique_ptr<ChildSpec> spec_;  // run_child reads it until the child ends
   std::promise<std::optional<std::string>> request_;
   std::future<ChildOutcome> outcome_;
+  int wake_ = -1;  // an eventfd: the request is ready (the wait, perhaps hours in grade watch, does not poll)
   bool sent_ = false;
 };
 

@@ -149,7 +149,7 @@ int watch(const GradeOptions& options, const WatchOptions& watch_options) {
     // The next grade's runner and compiler start now, while the learner edits.
     try {
       next = prepare_grade(options, true);
-    } catch (const Error&) {  // the next grade will say what is wrong
+    } catch (const std::exception&) {  // the next grade, started afresh, says what is wrong
       next.reset();
     }
     if (wait_for_change(&events, manual) == Woken::stop) break;

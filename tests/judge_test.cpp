@@ -109,6 +109,9 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   one(defined("grader_run_case"), "entry point");
   // A name with blanks (an assembler label) is read whole.
   one(defined("x dlsym y ZN2at6native"), "at::native");
+  // Flags beside the visibility (AArch64's variant calling convention) shift no column.
+  one("     8: 0000000000000000     0 NOTYPE  GLOBAL DEFAULT [VARIANT_PCS]   UND dlsym\n", "looks functions up");
+  one("     9: 0000000000000000     0 NOTYPE  GLOBAL DEFAULT [<other>: 88]   UND dlopen\n", "loads libraries");
   // Those refuse the run; a built-in does not (it is judged with the checks).
   EXPECT_NE(forbidden_symbols_in(defined("grader_run_case"), sdpa()).refuses_run.find("entry point"),
             std::string::npos);
@@ -119,6 +122,11 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   EXPECT_TRUE(found(defined("_Z12my_dlsym_fooi") + defined("_Z9model_dl_v")).empty());
   // A forbidden operator's name counts where it is imported, not in the learner's own definitions.
   EXPECT_TRUE(found(defined("_Z33my_scaled_dot_product_attention_v")).empty());
+  // The file and section symbols name no code: a learner's file or section
+  // called after a built-in is not the built-in.
+  EXPECT_TRUE(found("     1: 0000000000000000     0 FILE    LOCAL  DEFAULT  ABS multi_head_attention_forward.cpp\n"
+                    "     2: 0000000000000000     0 SECTION LOCAL  DEFAULT    5 .text.MultiheadAttentionImpl\n")
+                  .empty());
 }
 
 // Which submissions compile against LibTorch's whole API precompiled: an
