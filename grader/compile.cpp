@@ -596,7 +596,7 @@ std::vector<std::string> compiler_argv(const Toolchain& toolchain, const Exercis
                                        const fs::path& source, const fs::path& work_dir) {
   bool gcc_style = toolchain.cxx.find("clang") == std::string::npos;
   std::vector<std::string> argv = {toolchain.cxx, "@" + toolchain.flags_file.string(), "-fdiagnostics-color=never",
-          gcc_style ? "-fmax-errors=20" : "-ferror-limit=20", "-MD"};
+                                   gcc_style ? "-fmax-errors=20" : "-ferror-limit=20", "-MD"};
   // The headers whose inline functions do an exercise's work come first, under
   // their real names (grader/prelude.h; inside the precompiled interface when there is one).
   if (!pch.empty()) {
@@ -609,8 +609,8 @@ std::vector<std::string> compiler_argv(const Toolchain& toolchain, const Exercis
   if (!pch.empty() && pch == toolchain.torch_pch) {
     argv.insert(argv.end(), {"-include", (exercise.dir / exercise.interface_header).string()});
   }
-  argv.insert(argv.end(), {"-MF", (work_dir / "submission.d").string(), "-iquote", exercise.dir.string(), "-c", source.string(), "-o",
-                           (work_dir / "submission.o").string()});
+  argv.insert(argv.end(), {"-MF", (work_dir / "submission.d").string(), "-iquote", exercise.dir.string(), "-c",
+                           source.string(), "-o", (work_dir / "submission.o").string()});
   return argv;
 }
 
@@ -675,7 +675,8 @@ EarlyCompile::EarlyCompile(const Toolchain& toolchain, const Exercise& exercise,
     out << replace_all(kAheadStub, "<pipe>", pipe_.string());
     if (!out.flush()) throw GraderFault("cannot write " + stub_.string());
   }
-  fs::permissions(stub_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(stub_,
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
   fs::create_symlink("/dev/fd/3", pipe_);
   argv_ = compiler_argv(toolchain, exercise, pch_, stub_, work_dir);
   const Step step{exercise, work_dir, sandbox, confinement};
@@ -717,7 +718,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     result.seconds = elapsed();
     return result;
   }
-  const auto pch = cuda ? fs::path() : precompiled_header(toolchain, exercise, includes_all_of_libtorch(submission.text));
+  const auto pch =
+      cuda ? fs::path() : precompiled_header(toolchain, exercise, includes_all_of_libtorch(submission.text));
   fs::create_directories(work_dir);
   const auto source = work_dir / exercise.learner_files.front();
   {
