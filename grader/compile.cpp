@@ -37,16 +37,6 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   return text;
 }
 
-// Decided on the text of the paths alone: they are the compiler's view inside
-// the sandbox, and touching them from the grader (a /proc/self/fd/N, a device)
-// would be acting on the learner's behalf.
-bool is_within(const fs::path& file, const fs::path& dir) {
-  auto f = file.lexically_normal().string();
-  auto d = dir.lexically_normal().string();
-  while (d.size() > 1 && d.back() == '/') d.pop_back();
-  return f.size() > d.size() && f.compare(0, d.size(), d) == 0 && f[d.size()] == '/';
-}
-
 std::string read_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw GraderFault("cannot read " + file.string());
@@ -95,7 +85,10 @@ std::vector<std::string> depfile_headers(const fs::path& depfile, const std::vec
 // toolchain's (LibTorch's) include folders and the system's headers (the C++
 // library, the compiler's own). Anything else (another file of this project,
 // /dev/stdin, /proc/...) is refused as the learner's compile error.
-// (A compile lists thousands of headers: the allowed places are normalised once.)
+// Decided on the text of the paths alone: they are the compiler's view inside
+// the sandbox, and touching them from the grader (a /proc/self/fd/N, a device)
+// would be acting on the learner's behalf. (A compile lists thousands of
+// headers: the allowed places are normalised once.)
 class IncludePolicy {
  public:
   IncludePolicy(const Toolchain& toolchain, const Exercise& exercise, const fs::path& pch) {
@@ -765,7 +758,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   }
   // A compiler started ahead for this grade (grade watch) is used when it
   // loaded the same precompiled header and still waits for its source.
-  const bool use_ahead = ahead && !cuda && !pch.empty() && ahead->pch() == pch && ahead->waiting();
+  const bool use_ahead = ahead && !pch.empty() && ahead->pch() == pch && ahead->waiting();
 
   // An unchanged submission is not compiled again: same source, interface,
   // compiler, flags, precompiled header, driver and isolation give the same object.
@@ -806,7 +799,6 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     }
   }
 
-  bool as_itself = false;  // a compile ahead was given up for a compile of the source as itself
   if (!hit) {
     ChildOutcome compiled;
     if (use_ahead) {
@@ -822,7 +814,6 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
           (!compiled.exited_cleanly() && compiled.stderr_text.find(ahead->stub().string()) != std::string::npos)) {
         compiled = step.run(argv);
         cache_entry.clear();
-        as_itself = true;
       } else {
         result.ahead = true;
       }
@@ -877,9 +868,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   // The submission may include LibTorch, the standard library and its
   // interface header; nothing else (this project's reference or solutions,
   // devices, /proc). Inside the sandbox most of these cannot even be found.
-  const auto compiled_files = use_ahead && !as_itself
-                                  ? std::vector<fs::path>{source, ahead->stub(), ahead->pipe()}
-                                  : std::vector<fs::path>{source};
+  const auto compiled_files = result.ahead ? std::vector<fs::path>{source, ahead->stub(), ahead->pipe()}
+                                           : std::vector<fs::path>{source};
   const IncludePolicy includes(toolchain, exercise, pch);
   for (const auto& header : hit ? std::vector<std::string>() : depfile_headers(depfile, compiled_files)) {
     if (!includes.allows(header)) {
@@ -903,10 +893,15 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     result.seconds = elapsed();
     return result;
   }
-  // The object's symbols are listed while it is linked (two cores).
-  auto listing = std::async(std::launch::async, [&step, &toolchain, &object] {
-    return step.run({toolchain.readelf, "--syms", "--wide", object.string()}, 64 * 1024 * 1024);
-  });
+  // An object's symbol table, by readelf (no plugins: nm loads the LTO
+  // plugins, LLVMgold among them, 0.1 s per grade). Mangled names (no
+  // demangling, which can be made to explode) hold the identifiers verbatim.
+  // Symbol tables of LibTorch code are long.
+  auto list_symbols = [&step, &toolchain](const fs::path& file) {
+    return step.run({toolchain.readelf, "--syms", "--wide", file.string()}, 64 * 1024 * 1024);
+  };
+  // The submission's are listed while it is linked (two cores).
+  auto listing = std::async(std::launch::async, [&list_symbols, &object] { return list_symbols(object); });
   // The link: the linker itself where its command is known, else through
   // the compiler's driver. Without an object: the control link below.
   bool direct_link = !toolchain.link_command.empty() && !cuda;
@@ -969,14 +964,10 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   }
   lock.reset();  // stored: a grade waiting for this compile takes it from the cache now
 
-  // The object's own symbol table, by readelf (no plugins: nm loads the LTO
-  // plugins, LLVMgold among them, 0.1 s per grade). Mangled names (no
-  // demangling, which can be made to explode) hold the identifiers verbatim.
-  // Symbol tables of LibTorch code are long.
   auto symbols = listing.get();
   if (!symbols.exited_cleanly() || symbols.stdout_truncated) {
     // Whose fault? The same on the exercise's library (built by the grader) settles it.
-    auto control = step.run({toolchain.readelf, "--syms", "--wide", driver->second.string()}, 64 * 1024 * 1024);
+    auto control = list_symbols(driver->second);
     if (!control.exited_cleanly()) {
       throw GraderFault("cannot list symbols with " + toolchain.readelf +
                         " (on the grader's own " + driver->second.filename().string() + ": " +

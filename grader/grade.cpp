@@ -179,8 +179,9 @@ Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) {
   p.options_key = prepared_for(options);
   auto exercise_dir = find_exercise_dir(options.project_root / "exercises", options.exercise);
   const auto toolchain_file = options.build_dir / "toolchain.txt";
+  auto stamp = [&p](const fs::path& file) { p.inputs.emplace_back(file, modified(file)); };
   for (const auto& file : {exercise_dir / "exercise.yaml", exercise_dir.parent_path() / "shared.yaml", toolchain_file})
-    p.inputs.emplace_back(file, modified(file));
+    stamp(file);
   p.exercise = load_exercise(exercise_dir);
   auto& run_limits = p.exercise.limits.run;
   if (options.run_seconds) run_limits.seconds = run_limits.cpu_seconds = *options.run_seconds;
@@ -194,11 +195,10 @@ Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) {
   // What a runner or a compiler started now has open: a rebuild meanwhile
   // (a new precompiled header, a new exercise library) makes them stale.
   for (const auto* built : {&p.toolchain.pchs, &p.toolchain.drivers}) {
-    if (auto found = built->find(p.exercise.id); found != built->end())
-      p.inputs.emplace_back(found->second, modified(found->second));
+    if (auto found = built->find(p.exercise.id); found != built->end()) stamp(found->second);
   }
-  if (!p.toolchain.torch_pch.empty()) p.inputs.emplace_back(p.toolchain.torch_pch, modified(p.toolchain.torch_pch));
-  p.inputs.emplace_back(p.toolchain.runner, modified(p.toolchain.runner));
+  if (!p.toolchain.torch_pch.empty()) stamp(p.toolchain.torch_pch);
+  stamp(p.toolchain.runner);
 
   const auto& sandbox = options.sandbox;
   p.scratch = std::make_unique<ScratchFolder>(scratch_base(), options.keep_scratch, sandbox.drop_to_nobody);
