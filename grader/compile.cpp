@@ -692,6 +692,11 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   auto driver = toolchain.drivers.find(exercise.id);
   if (driver == toolchain.drivers.end())
     throw GraderFault("no compiled driver for " + exercise.id + ": rebuild the grader");
+  // Each exercise is built on its first grade through ./grade.
+  if (!fs::exists(driver->second)) {
+    throw GraderFault(exercise.id + " is not built yet (" + driver->second.string() + " is missing): `./grade " +
+                      exercise.id + "` builds it");
+  }
   const bool cuda = is_cuda_exercise(exercise);
   if (cuda && toolchain.nvcc.empty()) {
     // No nvcc: the learner's file is not compiled (a grader without nvcc

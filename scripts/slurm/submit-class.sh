@@ -38,7 +38,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${GRADE_BUILD_DIR:-$root/build}
 # Build once here (and install what is missing when run as root), so the
 # tasks only run it.
-"$root/grade" list >/dev/null
+"$root/grade" build >/dev/null
 mkdir -p "$results/.logs" "$gradebook"
 
 export GRADER_ROOT=$root GRADER_BUILD=$build
