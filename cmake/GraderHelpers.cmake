@@ -2,7 +2,8 @@
 #
 # By convention: exercises/<id>/exercise.yaml, grader/checks/<id>/driver.cpp
 # (child side) and grader/checks/<id>/checks.cpp (parent side, defining
-# grader::make_suite_<id>). The registry that maps ids to suites is generated
+# grader::<id>::make_suite; its helpers live in that namespace too, so the
+# checks files can share a unity build). The registry that maps ids to suites is generated
 # from the list (grader/CMakeLists.txt), so nothing is registered by hand.
 #
 # The child-side driver is compiled into an object file (position independent,
@@ -21,18 +22,6 @@ function(grader_add_exercise id)
       message(FATAL_ERROR "exercise ${id}: ${file} is missing (every exercise has a driver.cpp and a checks.cpp)")
     endif()
   endforeach()
-  set(driver driver_${id})
-  add_library(${driver} OBJECT ${ARG_DRIVER})
-  set_target_properties(${driver} PROPERTIES POSITION_INDEPENDENT_CODE ON)
-  target_include_directories(${driver} PRIVATE ${PROJECT_SOURCE_DIR}/exercises/${id} ${PROJECT_SOURCE_DIR}/grader)
-  target_link_libraries(${driver} PRIVATE torch)
-  target_compile_features(${driver} PRIVATE cxx_std_17)
-  if(GRADER_TORCH_HAS_CUDA)
-    target_compile_definitions(${driver} PRIVATE GRADER_WITH_CUDA)
-    if(TARGET CUDA::cudart)
-      target_link_libraries(${driver} PRIVATE CUDA::cudart)  # its headers; the object links nothing
-    endif()
-  endif()
   target_sources(grader_core PRIVATE ${ARG_CHECKS})
   set_property(GLOBAL APPEND PROPERTY GRADER_EXERCISES ${id})
 
@@ -48,5 +37,35 @@ function(grader_add_exercise id)
   if(learner_line MATCHES "\\.cu[^a-zA-Z0-9_]")
     set_property(GLOBAL PROPERTY GRADER_CUDA_${id} ON)
   endif()
+  # The learner's files by name (not a glob of the folder: a file a learner or
+  # an editor adds there must not make CMake run again).
+  string(REGEX REPLACE "^learner_files:[ \t]*\\[?([^]#]*)\\]?.*$" "\\1" learner_files "${learner_line}")
+  string(REGEX REPLACE "[ \t\"']" "" learner_files "${learner_files}")
+  string(REPLACE "," ";" learner_files "${learner_files}")
+  set_property(GLOBAL PROPERTY GRADER_LEARNER_FILES_${id} ${learner_files})
+  # What of the exercise's folder the build reads: ./grade checks these for
+  # changes (build/grader-inputs.txt), nothing else a learner does there.
+  set_property(GLOBAL APPEND PROPERTY GRADER_INPUTS ${yaml} ${PROJECT_SOURCE_DIR}/exercises/${id}/${interface})
   set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${yaml})
+
+  # The driver. With clang++ and a precompiled interface, grader/CMakeLists.txt
+  # compiles it like a submission, against that header (seconds, not the 20 s
+  # of parsing LibTorch's module API); otherwise (a CUDA exercise, no clang++)
+  # it is an object library built with the project's compiler.
+  set_property(GLOBAL PROPERTY GRADER_DRIVER_SOURCE_${id} ${ARG_DRIVER})
+  get_property(cuda GLOBAL PROPERTY GRADER_CUDA_${id})
+  if(cuda OR NOT learner_pch)
+    set(driver driver_${id})
+    add_library(${driver} OBJECT ${ARG_DRIVER})
+    set_target_properties(${driver} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    target_include_directories(${driver} PRIVATE ${PROJECT_SOURCE_DIR}/exercises/${id} ${PROJECT_SOURCE_DIR}/grader)
+    target_link_libraries(${driver} PRIVATE torch)
+    target_compile_features(${driver} PRIVATE cxx_std_17)
+    if(GRADER_TORCH_HAS_CUDA)
+      target_compile_definitions(${driver} PRIVATE GRADER_WITH_CUDA)
+      if(TARGET CUDA::cudart)
+        target_link_libraries(${driver} PRIVATE CUDA::cudart)  # its headers; the object links nothing
+      endif()
+    endif()
+  endif()
 endfunction()

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "errors.h"
+#include "formats.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -21,8 +22,6 @@ namespace {
 
 constexpr int kManifestVersion = 1;
 const char* const kShardFolder = ".shards";  // hidden: never taken for a student
-
-std::string dump(const Json& json) { return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
 // A whole non-negative number, nothing around it.
 std::optional<size_t> parse_count(const std::string& text) {
@@ -203,7 +202,7 @@ fs::path result_file(const fs::path& results, const ClassItem& item) {
 std::string item_result(const ClassItem& item, const std::string& report_json) {
   auto json = Json::parse(report_json);
   json["student"] = item.student;
-  return dump(json);
+  return json_text(json);
 }
 
 std::string missing_result(const ClassItem& item, const Exercise& exercise) {
@@ -217,7 +216,7 @@ std::string missing_result(const ClassItem& item, const Exercise& exercise) {
   json["score"] = 0;
   json["max_score"] = exercise.max_score();
   json["student"] = item.student;
-  return dump(json);
+  return json_text(json);
 }
 
 fs::path manifest_file(const fs::path& results, const Shard& shard) {
@@ -246,7 +245,7 @@ std::string shard_manifest(const Shard& shard, const std::vector<ClassItem>& all
     json["items"].push_back(
         {{"student", graded[i].student}, {"exercise", graded[i].exercise}, {"verdict", verdicts.at(i)}});
   }
-  return dump(json);
+  return json_text(json);
 }
 
 Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
@@ -468,7 +467,7 @@ std::string student_json(const Gradebook& book, const std::string& student) {
   json["score"] = complete ? Json(score) : Json(nullptr);
   json["max_score"] = max_score;
   json["complete"] = complete;
-  return dump(json);
+  return json_text(json);
 }
 
 }  // namespace grader

@@ -19,11 +19,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string dump(const Json& json) {
-  // Learner output may hold invalid UTF-8: replace it rather than fail.
-  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-}
-
 // At most `limit` bytes (so at most `limit` characters), cut at a character
 // boundary, the cut said. Give it printable() text: invalid UTF-8 would grow
 // when the JSON writer replaces it.
@@ -74,7 +69,7 @@ std::string exercism(const GradeReport& report) {
     json["status"] = "error";
     json["message"] = stopped_output(report);
     json["tests"] = Json::array();
-    return dump(json);
+    return json_text(json);
   }
   json["status"] = report.verdict == Verdict::passed ? "pass" : "fail";
   if (report.verdict != Verdict::passed) json["message"] = report.summary;
@@ -95,7 +90,7 @@ std::string exercism(const GradeReport& report) {
     test["task_id"] = task_of(report, check);
     json["tests"].push_back(test);
   }
-  return dump(json);
+  return json_text(json);
 }
 
 std::string gradescope(const GradeReport& report) {
@@ -121,7 +116,7 @@ std::string gradescope(const GradeReport& report) {
     test["visibility"] = "visible";
     json["tests"].push_back(test);
   }
-  return dump(json);
+  return json_text(json);
 }
 
 std::string prairielearn(const GradeReport& report) {
@@ -144,7 +139,7 @@ std::string prairielearn(const GradeReport& report) {
     test["output"] = details(check);
     json["tests"].push_back(test);
   }
-  return dump(json);
+  return json_text(json);
 }
 
 std::string seconds(double value) { return fmt::format("{:.3f}", value); }
@@ -238,6 +233,10 @@ std::string junit(const GradeReport& report) {
 }
 
 }  // namespace
+
+std::string json_text(const Json& json) {
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
 
 const std::vector<std::string>& report_formats() {
   static const std::vector<std::string> formats = {"text",         "json",  "exercism", "gradescope",

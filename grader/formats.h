@@ -15,12 +15,17 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "report.h"
 
 namespace grader {
+
+// A JSON document as every report file writes it: indented, one newline at
+// the end; learner text that is not UTF-8 replaced rather than refused.
+std::string json_text(const nlohmann::ordered_json& json);
 
 // Every name --format and --output accept, text and json included.
 const std::vector<std::string>& report_formats();

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <iostream>
 #include <thread>
 
@@ -230,7 +231,40 @@ struct ManyRequest {
   const std::vector<std::string>& class_exercises;
   int jobs;
   const std::string& format;
+  // --output FORMAT=DIR: each submission's report in FORMAT, in DIR.
+  std::vector<std::pair<std::string, fs::path>> outputs;
 };
+
+// A batch's report file of `submission` in `format`, inside `dir`.
+fs::path batch_output_file(const fs::path& dir, const fs::path& submission, const std::string& format) {
+  static const std::map<std::string, std::string> extensions = {
+      {"text", ".txt"}, {"json", ".json"}, {"html", ".html"}, {"junit", ".xml"}};
+  auto found = extensions.find(format);
+  return dir / (submission.stem().string() + (found != extensions.end() ? found->second : "." + format + ".json"));
+}
+
+// Each --output folder of a batch gets one file per submission, named after
+// it: two submissions of one name would overwrite each other's.
+void check_batch_outputs(const std::vector<std::pair<std::string, fs::path>>& outputs,
+                         const std::vector<fs::path>& files) {
+  if (outputs.empty()) return;
+  std::map<std::string, fs::path> seen;
+  for (const auto& file : files) {
+    auto [at, added] = seen.emplace(file.stem().string(), file);
+    if (!added) {
+      throw grader::UsageError("--output FORMAT=FOLDER writes one file per submission, named after it: " +
+                               at->second.string() + " and " + file.string() + " would share one");
+    }
+  }
+  for (const auto& [format, dir] : outputs) {
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error || !fs::is_directory(dir)) {
+      throw grader::UsageError("--output " + format + "=" + dir.string() + ": in a batch, a folder to write into" +
+                               (error ? " (" + error.message() + ")" : std::string()));
+    }
+  }
+}
 
 // A class or a batch: its items (this shard's), graded in parallel, their
 // result files and the shard's manifest, then one table or JSON array.
@@ -244,6 +278,9 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
   const auto& shard_text = request.shard_text;
   const auto& class_exercises = request.class_exercises;
   const int jobs = request.jobs;
+  if (class_mode && !request.outputs.empty()) {
+    throw grader::UsageError("class: the reports go to --results; --output is for one grade or a batch");
+  }
   std::vector<grader::ClassItem> all;
   std::vector<grader::Exercise> exercises;
   if (class_mode) {
@@ -289,7 +326,20 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
     auto label = class_mode ? item.student + " " + item.exercise : item.submission.filename().string();
     items.push_back({std::move(item), std::move(label), std::nullopt, "", 0});
   }
+  check_batch_outputs(request.outputs, files);
+  options.figures = std::any_of(request.outputs.begin(), request.outputs.end(),
+                                [](const auto& out) { return out.first == "html"; });
   grade_batch(items, options, jobs);
+  for (const auto& item : items) {
+    if (item.item.submission.empty()) continue;
+    for (const auto& [out_format, dir] : request.outputs) {
+      grader::write_report_file(
+          batch_output_file(dir, item.item.submission, out_format),
+          item.report ? grader::render(*item.report, out_format)
+                      : grader::render_error(item.item.exercise, error_verdict(item.exit_code),
+                                             item.item.submission.string() + ": " + item.error, out_format));
+    }
+  }
   grader::reap_orphans();  // no grade is running now: whatever is left can go
   // What an item's result file holds: its report with the student, or that it was not handed in.
   auto result_text = [&](const BatchItem& item) {
@@ -410,7 +460,8 @@ static int run(int argc, char** argv) {
       ->check(CLI::IsMember(grader::report_formats()));
   std::vector<std::string> outputs;
   app.add_option("--output", outputs,
-                 "FORMAT=FILE: also write the report in FORMAT to FILE (repeat it for several formats)");
+                 "FORMAT=FILE: also write the report in FORMAT to FILE (repeat it for several formats); in a "
+                 "batch, FORMAT=FOLDER: one file per submission, named after it");
   auto* seed_option = app.add_option("--seed", seed, "replay the random inputs of an earlier grade");
   app.add_option("--color", color, "colour the text report (auto: on a terminal, unless NO_COLOR is set)")
       ->check(CLI::IsMember({"auto", "always", "never"}));
@@ -534,13 +585,15 @@ static int run(int argc, char** argv) {
         class_mode || files.size() > 1 || !results.empty() || !shard_text.empty() ||
         std::any_of(submissions.begin(), submissions.end(), [](const std::string& s) { return fs::is_directory(s); });
     if (batch) {
-      if ((format != "text" && format != "json") || !files_out.empty()) {
+      if (format != "text" && format != "json") {
         throw grader::UsageError(
-            "a batch prints one table (text) or one JSON array (json); the platforms' formats and --output take one "
-            "submission per grade (a class's go to --results)");
+            "a batch prints one table (text) or one JSON array (json); the other formats go to files, one per "
+            "submission (--output FORMAT=FOLDER; a class's go to --results)");
       }
-      return grade_many({class_mode, paths, files, submissions, results, shard_text, class_exercises, jobs, format},
-                        options);
+      report_error = nullptr;  // its --output values are folders
+      return grade_many(
+          {class_mode, paths, files, submissions, results, shard_text, class_exercises, jobs, format, files_out},
+          options);
     }
     if (!files.empty()) options.submission = files.front();
     options.figures = format == "html" || std::any_of(files_out.begin(), files_out.end(),

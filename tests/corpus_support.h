@@ -54,12 +54,14 @@ inline std::string quote(const std::string& text) {
 // quick (filling 1 GB takes seconds on some virtual machines).
 inline const std::vector<std::string> kHostileLimits = {"--time-limit", "5", "--memory-limit", "384"};
 
-// format "json" (the report is parsed) or "text" (raw only).
-inline Graded run_grade(const Entry& entry, const std::vector<std::string>& extra, const std::string& format = "json") {
-  std::string command = quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) +
-                        " --build-dir " + quote(kBuild.string()) + " " + entry.exercise + " --submission " +
-                        quote(entry.file.string()) + " --format " + format + " --color never";
-  for (const auto& arg : extra) command += " " + quote(arg);
+// The grade command line, up to the exercise.
+inline std::string grade_command() {
+  return quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) + " --build-dir " +
+         quote(kBuild.string());
+}
+
+// Runs `command`; its standard output is parsed when `json`.
+inline Graded run_command(const std::string& command, bool json) {
   Graded graded;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return graded;
@@ -68,8 +70,26 @@ inline Graded run_grade(const Entry& entry, const std::vector<std::string>& extr
   while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) graded.raw.append(buffer.data(), got);
   int status = pclose(pipe);
   graded.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (format == "json") graded.report = nlohmann::json::parse(graded.raw, nullptr, /*allow_exceptions=*/false);
+  if (json) graded.report = nlohmann::json::parse(graded.raw, nullptr, /*allow_exceptions=*/false);
   return graded;
+}
+
+// format "json" (the report is parsed) or "text" (raw only).
+inline Graded run_grade(const Entry& entry, const std::vector<std::string>& extra, const std::string& format = "json") {
+  std::string command = grade_command() + " " + entry.exercise + " --submission " + quote(entry.file.string()) +
+                        " --format " + format + " --color never";
+  for (const auto& arg : extra) command += " " + quote(arg);
+  return run_command(command, format == "json");
+}
+
+// A batch: `files` of one exercise graded by one grade command (a JSON array
+// on standard output, the worst exit status).
+inline Graded run_batch(const std::string& exercise, const std::vector<fs::path>& files,
+                        const std::vector<std::string>& extra) {
+  std::string command = grade_command() + " " + exercise + " --format json --color never";
+  for (const auto& file : files) command += " --submission " + quote(file.string());
+  for (const auto& arg : extra) command += " " + quote(arg);
+  return run_command(command, true);
 }
 
 inline std::set<std::string> focus_points_with(const nlohmann::json& report, const std::string& status) {
@@ -98,8 +118,7 @@ inline std::string describe(const Graded& graded) {
 // Whether this machine's sandbox isolates fully (`grade sandbox` exits 0).
 inline bool sandbox_isolates() {
   static const bool isolates = [] {
-    std::string command = quote((kBuild / "grader" / "grade").string()) + " --root " + quote(kRoot.string()) +
-                          " --build-dir " + quote(kBuild.string()) + " sandbox >/dev/null 2>&1";
+    std::string command = grade_command() + " sandbox >/dev/null 2>&1";
     return std::system(command.c_str()) == 0;
   }();
   return isolates;

@@ -123,37 +123,139 @@ void expect_without_gpu(const Entry& entry, const YAML::Node& expect, const Grad
   }
 }
 
+// The label of a wrong or hostile entry (empty for the others).
+YAML::Node label_of(const Entry& entry) {
+  if (entry.kind != "wrong" && entry.kind != "hostile") return {};
+  auto file = entry.file.parent_path() / (entry.file.stem().string() + ".expect.yaml");
+  return fs::exists(file) ? YAML::LoadFile(file.string()) : YAML::Node();
+}
+
+bool skipped_here(const YAML::Node& expect) {
+  return expect["needs_sandbox"] && expect["needs_sandbox"].as<bool>() && !sandbox_isolates();
+}
+
+const std::vector<std::string> kPlatforms = {"exercism", "gradescope", "prairielearn", "junit", "html"};
+
+// What one grade gave: the report (with the exit status of a single grade)
+// and the same grade in every platform's format.
+struct Outcome {
+  Graded graded;
+  std::map<std::string, std::string> rendered;
+};
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The exit status a single grade ends with, from its verdict (exit_code_for).
+int exit_status_of(const std::string& verdict) {
+  return verdict == "passed" ? 0 : verdict == "usage_error" ? 2 : verdict == "grader_error" ? 3 : 1;
+}
+
+// How a batch names a submission's report in each platform's format (after
+// the file's stem; see grade --help, --output).
+const std::map<std::string, std::string> kBatchSuffix = {{"exercism", ".exercism.json"},
+                                                         {"gradescope", ".gradescope.json"},
+                                                         {"prairielearn", ".prairielearn.json"},
+                                                         {"junit", ".xml"},
+                                                         {"html", ".html"}};
+
+// One grade with the real single-grade command line (a model solution, a
+// starter, a folder's only file), its exit status read from the process.
+Outcome grade_alone(const Entry& entry, std::vector<std::string> extra = {}) {
+  const auto dir = kBuild / "corpus_formats" / entry.exercise / entry.kind / entry.file.stem();
+  fs::create_directories(dir);
+  for (const auto& platform : kPlatforms) extra.push_back("--output=" + platform + "=" + (dir / platform).string());
+  Outcome outcome{run_grade(entry, extra), {}};
+  for (const auto& platform : kPlatforms) outcome.rendered[platform] = read_file(dir / platform);
+  fs::remove_all(dir);
+  return outcome;
+}
+
+// The accepted, wrong and hostile files of one exercise are graded as a batch
+// (the path a teacher's batch takes: one grader, each submission in its own
+// sandboxed processes, unable to see the others), once per test process; each
+// file's report, in JSON and every platform's format, is its own file of the
+// batch's --output folders. The batch's exit status is the worst of its grades.
+const Outcome& grade_in_batch(const Entry& entry) {
+  static std::map<std::pair<std::string, std::string>, std::map<fs::path, Outcome>> batches;
+  const auto key = std::make_pair(entry.exercise, entry.kind);
+  auto& batch = batches[key];
+  if (batch.empty()) {
+    std::vector<Entry> members;
+    for (const auto& other : corpus()) {
+      if (other.exercise != entry.exercise || other.kind != entry.kind) continue;
+      const auto expect = label_of(other);
+      if (skipped_here(expect)) continue;
+      for (const auto& path : expect["must_not_create"]) fs::remove(path.as<std::string>());
+      members.push_back(other);
+    }
+    std::vector<std::string> limits;
+    if (entry.kind == "hostile") limits = kHostileLimits;
+    if (members.size() == 1) {
+      batch[members.front().file] = grade_alone(members.front(), limits);
+    } else if (!members.empty()) {
+      const auto dir = kBuild / "corpus_formats" / entry.exercise / entry.kind;
+      fs::remove_all(dir);
+      std::vector<std::string> extra = {"--jobs", "1", "--output=json=" + (dir / "json").string()};
+      extra.insert(extra.end(), limits.begin(), limits.end());
+      for (const auto& platform : kPlatforms) extra.push_back("--output=" + platform + "=" + (dir / platform).string());
+      std::vector<fs::path> files;
+      for (const auto& member : members) files.push_back(member.file);
+      const auto whole = run_batch(entry.exercise, files, extra);
+      int worst = 0;
+      for (const auto& member : members) {
+        const auto stem = member.file.stem().string();
+        Outcome outcome;
+        outcome.graded.raw = read_file(dir / "json" / (stem + ".json"));
+        outcome.graded.report = nlohmann::json::parse(outcome.graded.raw, nullptr, /*allow_exceptions=*/false);
+        if (outcome.graded.raw.empty()) outcome.graded.raw = "(no report file; the batch said:)\n" + whole.raw;
+        if (!outcome.graded.report.is_discarded()) {
+          outcome.graded.exit_code = exit_status_of(outcome.graded.report.value("verdict", ""));
+          worst = std::max(worst, outcome.graded.exit_code);
+        }
+        for (const auto& platform : kPlatforms) {
+          outcome.rendered[platform] = read_file(dir / platform / (stem + kBatchSuffix.at(platform)));
+        }
+        batch[member.file] = std::move(outcome);
+      }
+      EXPECT_EQ(whole.exit_code, worst) << "a batch exits with the worst status of its grades\n"
+                                        << whole.raw.substr(0, 2000);
+      fs::remove_all(dir);
+    }
+  }
+  auto found = batch.find(entry.file);
+  if (found == batch.end()) {
+    static const Outcome missing;
+    ADD_FAILURE() << entry.file << " was not in its batch";
+    return missing;
+  }
+  return found->second;
+}
+
 TEST_P(Corpus, GradesAsLabelled) {
   const auto& entry = GetParam();
-  YAML::Node expect;
   auto expect_file = entry.file.parent_path() / (entry.file.stem().string() + ".expect.yaml");
   if (entry.kind == "wrong" || entry.kind == "hostile") {
     ASSERT_TRUE(fs::exists(expect_file)) << "label missing: " << expect_file;
-    expect = YAML::LoadFile(expect_file.string());
   }
-  if (expect["needs_sandbox"] && expect["needs_sandbox"].as<bool>() && !sandbox_isolates()) {
+  const YAML::Node expect = label_of(entry);
+  if (skipped_here(expect)) {
     GTEST_SKIP() << "needs the sandbox, which does not isolate fully on this machine (see: grade sandbox); "
                     "NOT counted as passed";
   }
-  std::vector<std::string> must_not_create;
-  if (expect["must_not_create"]) {
-    for (const auto& path : expect["must_not_create"]) {
-      must_not_create.push_back(path.as<std::string>());
-      fs::remove(must_not_create.back());
-    }
-  }
   std::vector<std::string> extra;
   if (entry.kind == "hostile") extra = kHostileLimits;
-  // The same grade in every platform's format, checked below against their field lists.
-  const auto formats_dir = kBuild / "corpus_formats" / entry.exercise / entry.kind / entry.file.stem();
-  fs::create_directories(formats_dir);
-  const std::vector<std::string> platforms = {"exercism", "gradescope", "prairielearn", "junit", "html"};
-  for (const auto& platform : platforms)
-    extra.push_back("--output=" + platform + "=" + (formats_dir / platform).string());
-  auto graded = run_grade(entry, extra);
-  for (const auto& path : must_not_create) {
-    EXPECT_FALSE(fs::exists(path)) << "the submission wrote " << path << " outside its scratch folder";
-    fs::remove(path);
+  const bool alone = entry.kind == "solution" || entry.kind == "starter";
+  const Outcome outcome = alone ? grade_alone(entry) : grade_in_batch(entry);
+  const Graded& graded = outcome.graded;
+  for (const auto& path : expect["must_not_create"]) {
+    EXPECT_FALSE(fs::exists(path.as<std::string>()))
+        << "the submission wrote " << path.as<std::string>() << " outside its scratch folder";
+    fs::remove(path.as<std::string>());
   }
   if (expect["no_process_named"]) {
     auto name = expect["no_process_named"].as<std::string>();
@@ -163,14 +265,7 @@ TEST_P(Corpus, GradesAsLabelled) {
   }
   ASSERT_FALSE(graded.report.is_discarded()) << "the grader did not print a JSON report:\n" << describe(graded);
   {
-    std::map<std::string, std::string> rendered;
-    for (const auto& platform : platforms) {
-      std::ifstream in(formats_dir / platform, std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      rendered[platform] = text.str();
-    }
-    fs::remove_all(formats_dir);
+    auto rendered = outcome.rendered;
     auto problems = format_checks::exercism(rendered["exercism"]);
     for (const auto& more :
          {format_checks::gradescope(rendered["gradescope"]), format_checks::prairielearn(rendered["prairielearn"]),

@@ -11,15 +11,13 @@
 
 #include "checks/check.h"
 #include "errors.h"
+#include "project_root.h"
 
 namespace grader {
 namespace {
 namespace fs = std::filesystem;
 
-fs::path project_root() {
-  const char* root = std::getenv("GRADER_ROOT");
-  return root ? fs::path(root) : fs::current_path();
-}
+using test_support::project_root;
 
 // `grade hint` has something to say on every focus point before the
 // explanation, and the learning order (`order:`) is a real order.

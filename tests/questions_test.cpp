@@ -16,15 +16,13 @@
 #include "exercise.h"
 #include "progress.h"
 #include "questions.h"
+#include "project_root.h"
 
 namespace grader {
 namespace {
 namespace fs = std::filesystem;
 
-fs::path root() {
-  const char* given = std::getenv("GRADER_ROOT");
-  return given ? fs::path(given) : fs::current_path();
-}
+fs::path root() { return test_support::project_root(); }
 
 // Every exercise has a bank, with at least three questions on each focus point.
 TEST(Questions, EveryBankCoversEveryFocusPoint) {

@@ -11,15 +11,13 @@
 #include <sstream>
 
 #include "errors.h"
+#include "project_root.h"
 
 namespace grader {
 namespace {
 namespace fs = std::filesystem;
 
-fs::path project_root() {
-  const char* root = std::getenv("GRADER_ROOT");
-  return root ? fs::path(root) : fs::current_path();
-}
+using test_support::project_root;
 
 std::string read_text(const fs::path& file) {
   std::ifstream in(file);

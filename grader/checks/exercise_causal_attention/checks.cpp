@@ -17,7 +17,7 @@
 #include "checks/kit/kit.h"
 #include "errors.h"
 
-namespace grader {
+namespace grader::exercise_causal_attention {
 namespace {
 
 using reference::MaskStage;
@@ -356,7 +356,7 @@ CheckResult future_weights_zero(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_causal_attention(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->probe(probe());
   suite->extra_cases(add_causality_cases);
@@ -367,4 +367,4 @@ std::unique_ptr<Suite> make_suite_exercise_causal_attention(const Exercise& exer
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_causal_attention

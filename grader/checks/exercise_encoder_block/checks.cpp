@@ -13,7 +13,7 @@
 #include "encoder_block_reference.h"
 #include "errors.h"
 
-namespace grader {
+namespace grader::exercise_encoder_block {
 namespace {
 
 using reference::EncoderBlockVariant;
@@ -101,11 +101,11 @@ CheckResult layernorm_measured(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_encoder_block(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->extra_cases(add_unit_norm);
   suite->custom("layernorm_measured", layernorm_measured);
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_encoder_block

@@ -16,7 +16,7 @@
 #include "ffn_reference.h"
 #include "report.h"
 
-namespace grader {
+namespace grader::exercise_feed_forward {
 namespace {
 
 using reference::Activation;
@@ -268,7 +268,7 @@ CheckResult positions_permuted(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_feed_forward(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->extra_cases(add_probes);
   suite->extra_cases(add_permuted);
@@ -279,4 +279,4 @@ std::unique_ptr<Suite> make_suite_exercise_feed_forward(const Exercise& exercise
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_feed_forward

@@ -14,7 +14,7 @@
 #include "checks/kit/kit.h"
 #include "flash_attention.h"
 
-namespace grader {
+namespace grader::exercise_flash_attention {
 namespace {
 
 using reference::FlashVariant;
@@ -156,11 +156,11 @@ CheckResult hidden_blocks(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_flash_attention(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->custom("block_memory", block_memory);
   suite->measurement("hidden_blocks", hidden_blocks);
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_flash_attention

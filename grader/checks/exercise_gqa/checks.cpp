@@ -13,7 +13,7 @@
 #include "checks/kit/kit.h"
 #include "grouped_query_attention.h"
 
-namespace grader {
+namespace grader::exercise_gqa {
 namespace {
 
 using reference::GqaVariant;
@@ -195,7 +195,7 @@ CheckResult kv_groups(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_gqa(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->probe(probe());
   suite->extra_cases(add_cases);
@@ -203,4 +203,4 @@ std::unique_ptr<Suite> make_suite_exercise_gqa(const Exercise& exercise) {
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_gqa

@@ -18,7 +18,7 @@
 #include "kv_cache.h"
 #include "rotary.h"
 
-namespace grader {
+namespace grader::exercise_kv_cache {
 namespace {
 
 using reference::KvCacheVariant;
@@ -480,7 +480,7 @@ CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_kv_cache(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->custom("cache_growth", cache_growth);
   suite->custom("cache_reset", cache_reset);
@@ -489,4 +489,4 @@ std::unique_ptr<Suite> make_suite_exercise_kv_cache(const Exercise& exercise) {
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_kv_cache

@@ -9,7 +9,7 @@
 #include "checks/kit/kit.h"
 #include "multi_head_attention.h"
 
-namespace grader {
+namespace grader::exercise_mha {
 namespace {
 
 using reference::MhsaVariant;
@@ -99,10 +99,10 @@ kit::AttentionProbe probe() {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_mha(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->probe(probe());
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_mha

@@ -11,7 +11,7 @@
 #include "checks/kit/kit.h"
 #include "multi_head_attention.h"
 
-namespace grader {
+namespace grader::exercise_mhsa {
 namespace {
 
 using reference::MhsaVariant;
@@ -211,7 +211,7 @@ CheckResult dropout_on_attention_weights(const kit::Kit& kit, const CheckSpec& s
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_mhsa(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->probe(probe());
   suite->extra_cases(add_dropout_probe);
@@ -220,4 +220,4 @@ std::unique_ptr<Suite> make_suite_exercise_mhsa(const Exercise& exercise) {
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_mhsa

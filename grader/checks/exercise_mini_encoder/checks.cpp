@@ -15,7 +15,7 @@
 #include "errors.h"
 #include "mini_encoder_reference.h"
 
-namespace grader {
+namespace grader::exercise_mini_encoder {
 namespace {
 
 using reference::MiniEncoderVariant;
@@ -308,7 +308,7 @@ CheckResult learns(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_mini_encoder(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->extra_cases(add_pooling_probe);
   suite->extra_cases(add_fit);
@@ -318,4 +318,4 @@ std::unique_ptr<Suite> make_suite_exercise_mini_encoder(const Exercise& exercise
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_mini_encoder

@@ -16,7 +16,7 @@
 #include "report.h"
 #include "sinusoidal_encoding.h"
 
-namespace grader {
+namespace grader::exercise_positional_encoding {
 namespace {
 
 using reference::PositionalEncodingVariant;
@@ -259,7 +259,7 @@ CheckResult odd_width(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_positional_encoding(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->extra_cases(add_probe);
   suite->custom("encoding_pattern", encoding_pattern);
@@ -268,4 +268,4 @@ std::unique_ptr<Suite> make_suite_exercise_positional_encoding(const Exercise& e
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_positional_encoding

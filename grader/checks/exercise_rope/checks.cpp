@@ -19,7 +19,7 @@
 #include "checks/kit/kit.h"
 #include "rotary.h"
 
-namespace grader {
+namespace grader::exercise_rope {
 namespace {
 
 using Bend = std::function<void(reference::RopeAttentionVariant&)>;
@@ -516,7 +516,7 @@ CheckResult scores_scale(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_rope(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->extra_cases(add_cases);
   suite->measurement("rotation_pairs", rotation_pairs);
@@ -530,4 +530,4 @@ std::unique_ptr<Suite> make_suite_exercise_rope(const Exercise& exercise) {
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_rope

@@ -10,7 +10,7 @@
 #include "attention.h"
 #include "checks/kit/kit.h"
 
-namespace grader {
+namespace grader::exercise_sdpa {
 namespace {
 
 using reference::SdpaVariant;
@@ -101,11 +101,11 @@ CheckResult output_uses_weights(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_sdpa(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
   suite->probe(probe());
   suite->custom("output_uses_weights", output_uses_weights);
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_sdpa

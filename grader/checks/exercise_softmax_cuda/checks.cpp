@@ -13,7 +13,7 @@
 #include "checks/kit/kit.h"
 #include "softmax_cuda_reference.h"
 
-namespace grader {
+namespace grader::exercise_softmax_cuda {
 namespace {
 
 constexpr const char* kEnvironment = "environment";
@@ -283,7 +283,7 @@ CheckResult no_host_work(const kit::Kit& kit, const CheckSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Suite> make_suite_exercise_softmax_cuda(const Exercise& exercise) {
+std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(
       exercise, reference_of, std::vector<std::string>{"no_max_subtraction", "partial_block_skipped", "first_block_only"});
   suite->custom("compiles", compiles)
@@ -295,4 +295,4 @@ std::unique_ptr<Suite> make_suite_exercise_softmax_cuda(const Exercise& exercise
   return suite;
 }
 
-}  // namespace grader
+}  // namespace grader::exercise_softmax_cuda
