@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "classroom.h"
@@ -103,11 +103,11 @@ std::string error_verdict(int exit_code) {
   return exit_code == grader::kExitGraderFault ? "grader_error" : "usage_error";
 }
 
-// The grader's JSON for one item of a batch (its report, or the error that kept it from one).
-std::string item_json(const BatchItem& item) {
-  if (item.report) return grader::render_json(*item.report);
-  return grader::render_json_error(item.item.exercise, error_verdict(item.exit_code),
-                                   item.item.submission.string() + ": " + item.error);
+// One item of a batch in `format` (its report, or the error that kept it from one).
+std::string item_report(const BatchItem& item, const std::string& format = "json") {
+  if (item.report) return grader::render(*item.report, format);
+  return grader::render_error(item.item.exercise, error_verdict(item.exit_code),
+                              item.item.submission.string() + ": " + item.error, format);
 }
 
 // --color: always beats NO_COLOR (no-color.org: a per-run option overrides it).
@@ -333,17 +333,14 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
   for (const auto& item : items) {
     if (item.item.submission.empty()) continue;
     for (const auto& [out_format, dir] : request.outputs) {
-      grader::write_report_file(
-          batch_output_file(dir, item.item.submission, out_format),
-          item.report ? grader::render(*item.report, out_format)
-                      : grader::render_error(item.item.exercise, error_verdict(item.exit_code),
-                                             item.item.submission.string() + ": " + item.error, out_format));
+      grader::write_report_file(batch_output_file(dir, item.item.submission, out_format),
+                                item_report(item, out_format));
     }
   }
   grader::reap_orphans();  // no grade is running now: whatever is left can go
   // What an item's result file holds: its report with the student, or that it was not handed in.
   auto result_text = [&](const BatchItem& item) {
-    if (!item.item.submission.empty()) return grader::item_result(item.item, item_json(item));
+    if (!item.item.submission.empty()) return grader::item_result(item.item, item_report(item));
     const auto& exercise =
         *std::find_if(exercises.begin(), exercises.end(), [&](const auto& e) { return e.id == item.item.exercise; });
     return grader::missing_result(item.item, exercise);
@@ -377,7 +374,7 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
     std::cout << "[\n";
     for (size_t i = 0; i < items.size(); ++i) {
       // A class's reports say whose they are.
-      std::cout << (class_mode ? texts[i] : item_json(items[i]));
+      std::cout << (class_mode ? texts[i] : item_report(items[i]));
       if (i + 1 < items.size()) std::cout << ",\n";
     }
     std::cout << "]\n";
