@@ -96,6 +96,9 @@ class IncludePolicy {
                              fs::path(toolchain.pch_support)}) {
       if (!file.empty()) files_.insert(file.lexically_normal());
     }
+    // What LibTorch's precompiled API is built from, read with it.
+    if (!pch.empty() && pch == fs::path(toolchain.torch_pch) && !toolchain.torch_pch_header.empty())
+      files_.insert(fs::path(toolchain.torch_pch_header).lexically_normal());
     std::vector<fs::path> dirs = {"/usr/include", "/usr/lib", "/usr/local/include"};
     // The CUDA Toolkit's own headers (for a .cu; under /usr/local/cuda, say),
     // by the configured path or the one its links lead to.
@@ -549,7 +552,9 @@ Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exerci
     confinement.read_only.push_back(driver->second.string());
   if (auto pch = toolchain.pchs.find(exercise.id); pch != toolchain.pchs.end())
     confinement.read_only.push_back(pch->second.string());
+  if (!toolchain.pch_base.empty()) confinement.read_only.push_back(toolchain.pch_base);
   if (!toolchain.torch_pch.empty()) confinement.read_only.push_back(toolchain.torch_pch);
+  if (!toolchain.torch_pch_header.empty()) confinement.read_only.push_back(toolchain.torch_pch_header);
   confinement.writable = confinement.work_dir = scratch.string();
   return confinement;
 }

@@ -197,6 +197,7 @@ Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) {
   for (const auto* built : {&p.toolchain.pchs, &p.toolchain.drivers}) {
     if (auto found = built->find(p.exercise.id); found != built->end()) stamp(found->second);
   }
+  if (!p.toolchain.pch_base.empty()) stamp(p.toolchain.pch_base);
   if (!p.toolchain.torch_pch.empty()) stamp(p.toolchain.torch_pch);
   stamp(p.toolchain.runner);
 

@@ -1,12 +1,13 @@
-// Parsed into every exercise's precompiled interface, after the prelude and
-// before the interface header (grader/CMakeLists.txt). It changes nothing a
-// submission can write or observe; it moves compile work from every grade to
-// the build, in three ways that only work together (docs/performance.md has
-// the measurements):
+// The base of every precompiled header for submissions (build/pch/base.pch,
+// with the prelude before it; each exercise's interface and LibTorch's whole
+// API are precompiled on top of it: grader/CMakeLists.txt). It changes
+// nothing a submission can write or observe; it moves compile work from every
+// grade to the build, in three ways that only work together
+// (docs/performance.md has the measurements):
 //
-//  - The precompiled header is built with -fmodules-codegen: the inline
-//    functions it holds are compiled once, into an object file linked into
-//    the exercise's library (libgrader_<id>.so), and a submission's object
+//  - The base is built with -fmodules-codegen: the inline functions it
+//    holds are compiled once, into an object file linked into every
+//    exercise's library (libgrader_<id>.so), and a submission's object
 //    refers to them instead of compiling its own copies.
 //  - Module classes whose virtual functions the LibTorch headers would make
 //    every translation unit instantiate again (Cloneable<...>::clone) are

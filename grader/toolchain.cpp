@@ -42,6 +42,10 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.link_command.push_back(value);
     else if (key == "torch_pch")
       toolchain.torch_pch = value;
+    else if (key == "pch_base")
+      toolchain.pch_base = value;
+    else if (key == "torch_pch_header")
+      toolchain.torch_pch_header = value;
     else if (key == "nvcc")
       toolchain.nvcc = value;
     else if (key == "nvcc_arch")

@@ -21,6 +21,8 @@ struct Toolchain {
   // the driver's object file.
   std::map<std::string, std::filesystem::path> drivers;
   std::map<std::string, std::filesystem::path> pchs;     // exercise id -> precompiled interface header
+  // What every precompiled header above (and torch_pch) is built on, and reads: the prelude and pch_support.h.
+  std::string pch_base;
   bool seccomp = false;                                  // the runner has its system-call filter
   std::vector<std::string> library_dirs;                 // LibTorch's libraries (shown to the sandboxed runner)
   std::string prelude;  // grader/prelude.h: force-included first where there is no precompiled header
@@ -30,6 +32,7 @@ struct Toolchain {
   // link_options runs (asked of the driver at configure time); empty: link through cxx.
   std::vector<std::string> link_command;
   std::string torch_pch;  // LibTorch's whole C++ API (<torch/torch.h>) precompiled, or empty
+  std::string torch_pch_header;  // grader/torch_api_support.h: what torch_pch is built from
   // For exercises whose learner file is a .cu: the CUDA compiler (empty: none
   // was found, and such files are not compiled), the GPU architecture it
   // compiles for ("90"), the toolkit's root (its headers may be included)
