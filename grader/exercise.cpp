@@ -458,7 +458,9 @@ Exercise parse_exercise(const std::string& text, const fs::path& dir) {
   // yaml-cpp throws for a node of the wrong kind anywhere (a scalar where a
   // mapping belongs, found by fuzzing): every one is a malformed file.
   try {
-    return parse_exercise_yaml(text, dir);
+    auto exercise = parse_exercise_yaml(text, dir);
+    exercise.definition = text;
+    return exercise;
   } catch (const YAML::Exception& error) {
     throw ConfigError((dir / "exercise.yaml").string() + ": malformed: " + error.what());
   }

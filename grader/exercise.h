@@ -130,6 +130,7 @@ struct Exercise {
   std::string title;
   int order = 1000;  // place in the learning order (`order:`; `grade list` sorts by it)
   std::filesystem::path dir;
+  std::string definition;  // the text of exercise.yaml (the default seed depends on it)
   std::vector<std::string> learner_files;
   std::string interface_header;
   Limits limits;
