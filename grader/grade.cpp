@@ -18,6 +18,7 @@
 #include "compile.h"
 #include "errors.h"
 #include "process.h"
+#include "seed.h"
 #include "speed.h"
 #include "toolchain.h"
 #include "wire.h"
@@ -243,7 +244,11 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
   report.title = exercise.title;
   report.max_score = exercise.max_score();
   report.submission = submission.path.string();
-  report.seed = options.seed.value_or(std::random_device{}() % 1000000000u);
+  if (options.seed) {
+    report.seed = *options.seed;
+  } else {
+    report.seed = default_seed(exercise.definition, submission.text);
+  }
   report.device = target.device;
   report.no_gpu = target.no_gpu;
 
@@ -255,6 +260,14 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
     report.verdict = verdict;
     report.summary = std::move(summary);
     report.assess_focus_points(exercise.focus_points);
+    // A pass says what it did not show: those points are not met.
+    if (verdict == Verdict::passed) {
+      std::string unassessed;
+      for (const auto& focus : report.focus_points) {
+        if (focus.status == FocusStatus::not_assessed) unassessed += (unassessed.empty() ? "" : ", ") + focus.point.id;
+      }
+      if (!unassessed.empty()) report.summary += " Not assessed here (so not met): " + unassessed + ".";
+    }
     report.total_seconds = seconds_since(start);
     return report;
   };
@@ -453,6 +466,9 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
     verdict.summary = fmt::format("Not assessed: {} check(s) could not run here ({}); nothing was found wrong with "
                                   "your code, and nothing was shown to work.",
                                   failed, first_skip->message);
+  } else if (!none_failed) {
+    verdict.summary = "Some checks failed for a cause the grader could not tie to one focus point (below, with the "
+                      "smallest configuration that fails); no focus point is reported missed.";
   } else {
     verdict.summary = "No focus point could be assessed; read the reasons below.";
   }

@@ -162,7 +162,7 @@ h1 { font-size: 1.5em; margin-bottom: 0.2em; }
 .verdict { display: inline-block; padding: 0.15em 0.6em; border-radius: 0.3em; color: #fff; font-weight: bold; }
 .verdict.passed { background: #1a7f37; }
 .verdict.other { background: #b42318; }
-.met { color: #1a7f37; } .missed { color: #b42318; } .not_assessed { color: #9a6700; }
+.met { color: #1a7f37; } .missed { color: #b42318; } .not_assessed, .not_established { color: #9a6700; }
 .status { font-weight: bold; display: inline-block; min-width: 8em; }
 ul.focus { list-style: none; padding-left: 0; }
 ul.focus li { margin-bottom: 0.8em; }
@@ -225,9 +225,10 @@ std::string render_html(const GradeReport& report) {
     for (const auto& focus : report.focus_points) {
       const auto status = focus_status_name(focus.status);
       out += "<li><span class=\"status " + status + "\">" +
-             (focus.status == FocusStatus::met      ? "met"
-              : focus.status == FocusStatus::missed ? "MISSED"
-                                                    : "not assessed") +
+             (focus.status == FocusStatus::met               ? "met"
+              : focus.status == FocusStatus::missed          ? "MISSED"
+              : focus.status == FocusStatus::not_established ? "not established"
+                                                             : "not assessed") +
              "</span>" + escape(focus.point.title) + " <span class=\"meta\">[" + escape(focus.point.id) + "]</span>";
       if (focus.status == FocusStatus::missed) {
         out += "<div class=\"explanation\">" + escape(focus.point.explanation) + "</div>";

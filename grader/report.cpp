@@ -10,26 +10,43 @@
 
 namespace grader {
 
+FocusStatus focus_status(const std::string& point, const std::vector<CheckResult>& checks,
+                         std::vector<size_t>& failed, std::vector<size_t>& unproven) {
+  bool shown = false, unassessed = false;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const auto& check = checks[i];
+    const bool counts = check.focus_point == point || std::find(check.also_against.begin(), check.also_against.end(),
+                                                                point) != check.also_against.end();
+    const bool covers = std::find(check.covers.begin(), check.covers.end(), point) != check.covers.end();
+    if (!counts && !covers) continue;
+    switch (check.status) {
+      case CheckStatus::failed:
+        if (counts && check.blames_focus) {
+          failed.push_back(i);
+        } else {
+          unproven.push_back(i);
+        }
+        break;
+      case CheckStatus::skipped:
+        unassessed = true;
+        break;
+      case CheckStatus::passed:
+        shown = true;
+        unassessed |= check.partly_assessed;
+        break;
+    }
+  }
+  if (!failed.empty()) return FocusStatus::missed;
+  if (!unproven.empty()) return FocusStatus::not_established;
+  if (unassessed || !shown) return FocusStatus::not_assessed;
+  return FocusStatus::met;
+}
+
 void GradeReport::assess_focus_points(const std::vector<FocusPoint>& points) {
   focus_points.clear();
   for (const auto& point : points) {
-    FocusPointResult result{point, FocusStatus::not_assessed, {}};
-    bool vouched = false, partly_unassessed = false;
-    for (size_t i = 0; i < checks.size(); ++i) {
-      const auto& check = checks[i];
-      bool counts = check.focus_point == point.id || std::find(check.also_against.begin(), check.also_against.end(),
-                                                               point.id) != check.also_against.end();
-      bool covers = std::find(check.covers.begin(), check.covers.end(), point.id) != check.covers.end();
-      if (check.status == CheckStatus::failed && counts && check.blames_focus) result.failed.push_back(i);
-      if (check.status == CheckStatus::failed && counts && !check.blames_focus) partly_unassessed = true;
-      if (check.status == CheckStatus::passed && (counts || covers)) vouched = true;
-      if (check.status == CheckStatus::skipped && counts) partly_unassessed = true;
-    }
-    // Met only when every check of this focus point could run and passed.
-    if (!result.failed.empty())
-      result.status = FocusStatus::missed;
-    else if (vouched && !partly_unassessed)
-      result.status = FocusStatus::met;
+    FocusPointResult result{point, FocusStatus::not_assessed, {}, {}};
+    result.status = focus_status(point.id, checks, result.failed, result.unproven);
     focus_points.push_back(std::move(result));
   }
 }
@@ -74,6 +91,8 @@ std::string focus_status_name(FocusStatus status) {
       return "met";
     case FocusStatus::missed:
       return "missed";
+    case FocusStatus::not_established:
+      return "not_established";
     case FocusStatus::not_assessed:
       return "not_assessed";
   }
@@ -222,10 +241,17 @@ std::string render_text(const GradeReport& report, bool color) {
     // found by several checks) is not repeated.
     std::set<std::string> shown;
     for (const auto& focus : report.focus_points) {
-      std::string mark = focus.status == FocusStatus::met      ? p.green("  met      ")
-                         : focus.status == FocusStatus::missed ? p.red("  MISSED   ")
-                                                               : p.yellow("  not assessed ");
+      std::string mark = focus.status == FocusStatus::met               ? p.green("  met      ")
+                         : focus.status == FocusStatus::missed          ? p.red("  MISSED   ")
+                         : focus.status == FocusStatus::not_established ? p.yellow("  not established ")
+                                                                        : p.yellow("  not assessed ");
       out += mark + focus.point.title + p.dim(" [" + focus.point.id + "]") + "\n";
+      if (focus.status == FocusStatus::not_established) {
+        std::string ids;
+        for (size_t index : focus.unproven) ids += (ids.empty() ? "" : ", ") + report.checks[index].id;
+        out += p.dim("      not shown: " + ids + " failed for another cause (below); fix that, then grade again") +
+               "\n";
+      }
       if (focus.status != FocusStatus::missed) continue;
       out += indent(focus.point.explanation, "      ");
       for (size_t index : focus.failed) {
@@ -302,6 +328,7 @@ std::string render_json(const GradeReport& report) {
     item["message"] = check.message;
     item["evidence"] = check.evidence;
     if (!check.mistake.empty()) item["mistake"] = check.mistake;
+    if (check.partly_assessed) item["partly_assessed"] = true;
     if (!check.also_against.empty()) item["also_against"] = check.also_against;
     if (!check.also_mistakes.empty()) item["also_mistakes"] = check.also_mistakes;
     if (!check.blames_focus) item["blames_focus"] = false;

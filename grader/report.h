@@ -24,12 +24,23 @@ enum class Verdict {
   grader_error
 };
 
-enum class FocusStatus { met, missed, not_assessed };
+// What a grade shows about a focus point (focus_status below decides):
+//  met              every check that counts against it or covers it passed,
+//                   on every case it has (none was left out on this machine);
+//  missed           a failed check names it as the cause, with evidence;
+//  not_established  a check that covers it failed, for a cause not shown to be
+//                   this point (another point's mistake, an unexplained
+//                   difference, an error): it may be right, it was not shown;
+//  not_assessed     one of its checks, or one of their cases, could not run
+//                   here (no GPU, a dtype this LibTorch cannot run), or none
+//                   of its checks ran.
+enum class FocusStatus { met, missed, not_established, not_assessed };
 
 struct FocusPointResult {
   FocusPoint point;
   FocusStatus status = FocusStatus::not_assessed;
-  std::vector<size_t> failed;  // indices into GradeReport::checks of the checks that missed it
+  std::vector<size_t> failed;    // indices into GradeReport::checks of the checks that missed it
+  std::vector<size_t> unproven;  // ... of the checks that cover it and failed for another cause
 };
 
 struct GradeReport {
@@ -62,11 +73,15 @@ struct GradeReport {
   // The weights of the checks that earn theirs.
   double score() const;
 
-  // Fills focus_points from checks: missed if a failed check counts against
-  // it, met if a passed check vouches for it and none of its checks was
-  // skipped, otherwise not assessed.
+  // Fills focus_points from checks (focus_status).
   void assess_focus_points(const std::vector<FocusPoint>& points);
 };
+
+// The status of focus point `point` after `checks` (see FocusStatus); the
+// indices of the checks that missed it are added to `failed`, of those that
+// left it not established to `unproven`.
+FocusStatus focus_status(const std::string& point, const std::vector<CheckResult>& checks,
+                         std::vector<size_t>& failed, std::vector<size_t>& unproven);
 
 std::string verdict_name(Verdict verdict);
 std::string focus_status_name(FocusStatus status);
@@ -92,7 +107,7 @@ std::string printable(const std::string& text);
 
 std::string render_text(const GradeReport& report, bool color);
 // The version of render_json's layout: raised when a field changes meaning or goes.
-constexpr int kJsonSchemaVersion = 2;
+constexpr int kJsonSchemaVersion = 3;  // 3: focus point status not_established; met only when shown
 std::string render_json(const GradeReport& report);
 // For --format json when no grade could happen (usage or grader error).
 std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message);

@@ -88,7 +88,7 @@ at::Tensor cached_decoding(const at::Tensor& x, const at::Tensor& previous, cons
     v_cache = values;
     const int64_t total = keys.size(2);
     at::Tensor visible;
-    if (!variant.chunk_unmasked) {
+    if (!variant.chunk_unmasked && !(variant.chunk_mask_prompt_only && total > t)) {
       auto rows = at::arange(t, x.options().dtype(at::kLong)).unsqueeze(1);
       auto columns = at::arange(total, x.options().dtype(at::kLong)).unsqueeze(0);
       visible = variant.chunk_mask_top_left ? columns <= rows : columns <= rows + (total - t);

@@ -40,6 +40,7 @@ struct KvCacheVariant {
   bool cache_replaced = false;         // each call keeps only its own keys and values (no append)
   bool chunk_unmasked = false;         // no causal mask among a call's own tokens
   bool chunk_mask_top_left = false;    // call token i sees keys j <= i of [cache, new], not j <= cached + i
+  bool chunk_mask_prompt_only = false; // the mask only in a call to an empty cache (the prompt), none after
   bool diagonal_hidden = false;        // a token does not see its own key (j < cached + i): NaN for the first
   bool reset_ignored = false;          // reset_cache() leaves the previous sequence in the cache
   bool cached_keys_unrotated = false;  // keys cached before RoPE and never rotated afterwards

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -98,6 +99,22 @@ inline std::set<std::string> focus_points_with(const nlohmann::json& report, con
     if (point["status"] == status) ids.insert(point["id"].get<std::string>());
   }
   return ids;
+}
+
+// A number in `text` no measurement of a grade can produce: a denormal or
+// tinier value (4.658e-310, read from memory that was never written). Empty:
+// none; otherwise the first such number.
+inline std::string garbage_number(const std::string& text) {
+  for (size_t at = text.find("e-"); at != std::string::npos; at = text.find("e-", at + 2)) {
+    size_t end = at + 2;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    if (end == at + 2 || at == 0 || !std::isdigit(static_cast<unsigned char>(text[at - 1]))) continue;
+    if (std::stoi(text.substr(at + 2, std::min<size_t>(end - at - 2, 6))) < 300) continue;
+    size_t start = at;
+    while (start > 0 && (std::isdigit(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '.')) --start;
+    return text.substr(start, end - start);
+  }
+  return "";
 }
 
 inline std::string describe(const Graded& graded) {

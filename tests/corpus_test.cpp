@@ -97,12 +97,10 @@ void expect_without_gpu(const Entry& entry, const YAML::Node& expect, const Grad
   const auto block = expect[nvcc ? "compile_only" : "without_nvcc"];
   if (block && block["verdict"]) {
     EXPECT_EQ(verdict, block["verdict"].as<std::string>()) << describe(graded);
-    auto missed = focus_points_with(graded.report, "missed");
-    for (const auto& point : block["missed"]) {
-      EXPECT_TRUE(missed.count(point.as<std::string>()))
-          << "focus point '" << point.as<std::string>() << "' must be reported missed\n"
-          << describe(graded);
-    }
+    std::set<std::string> labelled;
+    for (const auto& point : block["missed"]) labelled.insert(point.as<std::string>());
+    EXPECT_EQ(focus_points_with(graded.report, "missed"), labelled)
+        << "the missed focus points must be exactly the label's\n" << describe(graded);
     return;
   }
   EXPECT_EQ(verdict, "failed") << describe(graded);
@@ -299,6 +297,34 @@ TEST_P(Corpus, GradesAsLabelled) {
   const auto verdict = graded.report.value("verdict", "");
   ASSERT_FALSE(graded.report["checks"].is_null());
   ASSERT_FALSE(graded.report["focus_points"].empty()) << describe(graded);
+  // A focus point shown as met although a check of it was skipped, or ran
+  // without some of its cases, here (never allowed; counted for
+  // tests/diagnosis_share.sh).
+  {
+    std::set<std::string> not_here;
+    for (const auto& check : graded.report["checks"]) {
+      if (check.value("status", "") == "skipped" || check.value("partly_assessed", false))
+        not_here.insert(check.value("focus_point", ""));
+    }
+    size_t shown_met = 0;
+    for (const auto& focus : graded.report["focus_points"]) {
+      const bool met = focus.value("status", "") == "met";
+      EXPECT_FALSE(met && not_here.count(focus.value("id", ""))) << focus.value("id", "")
+                                                                   << ": not assessed here, shown as met\n"
+                                                                   << describe(graded);
+      shown_met += met && not_here.count(focus.value("id", ""));
+    }
+    auto dir = kBuild / "corpus_results" / entry.exercise;
+    fs::create_directories(dir);
+    std::ofstream(dir / ".unassessed_met", std::ios::app) << shown_met << "\n";
+  }
+  // No message states a number no measurement could give (unwritten memory).
+  for (const auto& check : graded.report["checks"]) {
+    std::string text = check.value("message", "");
+    for (const auto& line : check.value("evidence", std::vector<std::string>{})) text += "\n" + line;
+    EXPECT_EQ(garbage_number(text), "") << "check " << check.value("id", "") << " prints a garbage number\n"
+                                        << describe(graded);
+  }
 
   // A CUDA exercise's labels hold on a GPU; elsewhere, what can be said.
   {
@@ -313,19 +339,19 @@ TEST_P(Corpus, GradesAsLabelled) {
   if (entry.kind == "accepted" || entry.kind == "solution") {
     EXPECT_EQ(verdict, "passed") << describe(graded);
     EXPECT_EQ(graded.exit_code, 0) << describe(graded);
-    // Without a GPU, a focus point whose other checks passed is not assessed
-    // where its GPU checks were skipped: met everywhere else.
-    std::set<std::string> gpu_only;
-    if (!graded.report.value("gpu_verified", false)) {
-      for (const auto& check : graded.report["checks"]) {
-        if (check.value("needs_gpu", false)) gpu_only.insert(check.value("focus_point", ""));
-      }
+    // A focus point with a check skipped for lack of a GPU, or passed with
+    // some of its cases unable to run here (a dtype this LibTorch cannot
+    // run), is not assessed: never met. Every other one is met.
+    std::set<std::string> not_here;
+    for (const auto& check : graded.report["checks"]) {
+      const bool gpu_skip = check.value("needs_gpu", false) && check.value("status", "") == "skipped";
+      if (gpu_skip || check.value("partly_assessed", false)) not_here.insert(check.value("focus_point", ""));
     }
     for (const auto& focus : graded.report["focus_points"]) {
       const auto id = focus.value("id", "");
       const auto status = focus.value("status", "");
-      if (gpu_only.count(id)) {
-        EXPECT_NE(status, "missed") << id << " missed\n" << describe(graded);
+      if (not_here.count(id)) {
+        EXPECT_EQ(status, "not_assessed") << id << ": not assessed here, never met\n" << describe(graded);
       } else {
         EXPECT_EQ(status, "met") << id << ": every focus point must be met\n" << describe(graded);
       }
@@ -346,21 +372,36 @@ TEST_P(Corpus, GradesAsLabelled) {
   EXPECT_EQ(graded.exit_code, want_verdict == "passed" ? 0 : 1)
       << "a submission that does not pass exits 1, never a grader error\n"
       << describe(graded);
+  // The label is the exact missed set: a point missing from the report, or
+  // one reported missed that the label does not name, fails.
   auto missed = focus_points_with(graded.report, "missed");
-  bool all_named = true;
+  std::set<std::string> labelled;
   if (expect["missed"]) {
-    for (const auto& point : expect["missed"]) {
-      all_named &= missed.count(point.as<std::string>()) > 0;
-      EXPECT_TRUE(missed.count(point.as<std::string>()))
-          << "focus point '" << point.as<std::string>() << "' must be reported missed\n"
-          << describe(graded);
-    }
+    for (const auto& point : expect["missed"]) labelled.insert(point.as<std::string>());
+  }
+  bool all_named = true;
+  for (const auto& point : labelled) {
+    all_named &= missed.count(point) > 0;
+    EXPECT_TRUE(missed.count(point)) << "focus point '" << point << "' must be reported missed\n" << describe(graded);
+  }
+  // (A hostile label without `missed:` is about its verdict only.)
+  for (const auto& point : missed) {
+    if (entry.kind != "wrong" && !expect["missed"]) break;
+    EXPECT_TRUE(labelled.count(point)) << "focus point '" << point
+                                       << "' is reported missed, but the label does not name it (a wrong cause)\n"
+                                       << describe(graded);
   }
   if (entry.kind == "wrong") {
-    // For tests/diagnosis_share.sh: was the labelled focus point reported missed?
+    // For tests/diagnosis_share.sh: was the labelled focus point reported
+    // missed, and how many reported points were labelled (recall, precision)?
     auto dir = kBuild / "corpus_results" / entry.exercise;
     fs::create_directories(dir);
-    std::ofstream(dir / entry.file.stem().string()) << (all_named ? "named" : "not named") << "\n";
+    size_t correct = 0;
+    for (const auto& point : missed) correct += labelled.count(point);
+    std::ofstream(dir / entry.file.stem().string())
+        << (all_named ? "named" : "not named") << "\n"
+        << "labelled " << labelled.size() << " reported " << missed.size() << " correct " << correct << "\n"
+        << (expect["unexplained"] && expect["unexplained"].as<bool>() ? "unexplained\n" : "");
   }
   if (expect["mistake"]) {
     bool named = false;
@@ -371,6 +412,18 @@ TEST_P(Corpus, GradesAsLabelled) {
     }
     EXPECT_TRUE(named) << "the diagnosis must name mistake '" << expect["mistake"].as<std::string>() << "'\n"
                        << describe(graded);
+  }
+  // "unexplained: true": nothing ties the failure to a concept, and the
+  // report says so: a failed check states "unexplained" or an error no rule
+  // explains, and names no focus point.
+  if (expect["unexplained"] && expect["unexplained"].as<bool>()) {
+    bool said = false;
+    for (const auto& check : graded.report["checks"]) {
+      const auto message = check.value("message", "");
+      said |= check.value("status", "") == "failed" &&
+              (message.rfind("unexplained", 0) == 0 || message.rfind("your code threw an error", 0) == 0);
+    }
+    EXPECT_TRUE(said) << "the report must say the failure is unexplained\n" << describe(graded);
   }
   // "says": words the message of some failed check must hold (a measured
   // diagnosis the mistake list does not name).

@@ -33,6 +33,7 @@ struct CheckResult {
   bool threw = false;        // failed because the learner's code threw, no rule attributing the error
   bool blames_focus = true;  // false: failed, but says nothing about its focus point (every case threw)
   bool needs_gpu = false;    // skipped only because the grade ran without a GPU: does not block a pass
+  bool partly_assessed = false;  // passed, but some of its cases could not run here: its focus point is not met
   double weight = 1;         // the check's share of the score (exercise.yaml)
   std::string title;         // the check's title (exercise.yaml)
 };

@@ -40,6 +40,7 @@ const std::map<std::string, Bend>& bends() {
       {"no_scaling", [](auto& v, const auto&) { v.sdpa.scale = 1.0; }},
       {"scaled_by_dk", [](auto& v, const auto& d) { v.sdpa.scale = 1.0 / static_cast<double>(d.at("d_k")); }},
       {"softmax_over_queries", [](auto& v, const auto&) { v.sdpa.softmax_dim = -2; }},
+      {"weights_before_softmax", [](auto& v, const auto&) { v.sdpa.weights_before_softmax = true; }},
   };
   return table;
 }

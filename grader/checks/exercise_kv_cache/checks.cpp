@@ -33,6 +33,7 @@ const std::map<std::string, Bend>& bends() {
       {"cache_replaced", [](auto& v, double, double) { v.cache_replaced = true; }},
       {"chunk_unmasked", [](auto& v, double, double) { v.chunk_unmasked = true; }},
       {"chunk_mask_top_left", [](auto& v, double, double) { v.chunk_mask_top_left = true; }},
+      {"chunk_mask_prompt_only", [](auto& v, double, double) { v.chunk_mask_prompt_only = true; }},
       {"diagonal_hidden", [](auto& v, double, double) { v.diagonal_hidden = true; }},
       {"reset_ignored", [](auto& v, double, double) { v.reset_ignored = true; }},
       {"values_rotated", [](auto& v, double, double) { v.values_rotated = true; }},

@@ -137,11 +137,10 @@ CheckResult encoding_pattern(const kit::Kit& kit, const CheckSpec& spec) {
     return true;
   };
   evidence.push_back(fmt::format("measured frequencies w_0..w_{}: {:.4g}", kD / 2 - 1, fmt::join(measured, ", ")));
-  evidence.push_back(fmt::format("expected (10000^(-2i/{})): {:.4g}", kD, [] {
-    std::vector<double> want;
-    for (int64_t i = 0; i < kD / 2; ++i) want.push_back(frequency(i));
-    return fmt::join(want, ", ");
-  }()));
+  // (fmt::join only refers to the values: they must outlive the format call.)
+  std::vector<double> expected_frequencies;
+  for (int64_t i = 0; i < kD / 2; ++i) expected_frequencies.push_back(frequency(i));
+  evidence.push_back(fmt::format("expected (10000^(-2i/{})): {:.4g}", kD, fmt::join(expected_frequencies, ", ")));
   if (matches(false, false)) {
     return results.pass(spec.id,
                         "sines on the even channels, cosines on the odd ones, frequencies "

@@ -183,6 +183,17 @@ class Kit : public Suite {
   std::vector<std::string> replayed_mistakes(const std::string& case_id, const Tensors& learner) const;
   bool has_mask_input() const;
   bool has_focus_point(const std::string& id) const;
+  // Whether the replay of `mistake` matches the learner's outputs on every
+  // case where both exist (and on at least one): the code behaves as the
+  // reference with that one mistake.
+  bool explains_every_case(const std::string& mistake) const;
+  // The largest change float32 rounding makes to the reference's results on
+  // `run` (the reference run on its inputs and weights cast to float32);
+  // nothing where that cannot be computed.
+  std::optional<double> float32_rounding(const CaseRun& run) const;
+  // Failures that one known mistake explaining every case accounts for,
+  // found by checks of other focus points, name no cause of their own.
+  void mark_consequences(std::vector<CheckResult>& results) const;
 
   const Exercise& exercise_;
   ResultBuilder results_;
