@@ -1038,7 +1038,9 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     if (!cmp.ok) evidence.push_back(name + ": " + cmp.detail);
   }
   evidence.push_back(input_->replay_hint());
-  if (s == CaseStatus::precision) {
+  // (Where a measurement found a mistake, a slight difference is more likely
+  // its effect than float32's: the measurement speaks, below.)
+  if (s == CaseStatus::precision && findings().empty()) {
     // Measured, not guessed: the reference computed in float32 shows how far
     // float32 rounding moves these results. Only a deviation of that size is
     // called a precision problem; a larger one is a different formula.
@@ -1443,6 +1445,7 @@ CheckResult Kit::gradients(const CheckSpec& spec) const {
                                 "the gradients have float32 precision in a float64 check: is a tensor or a constant "
                                 "computed in float32?",
                                 evidence);
+    if (has_focus_point("numerics")) result.focus_point = "numerics";  // a precision matter, not the graph
     return result;
   }
   return results_.pass(spec.id, "gradients of every input and parameter match the reference");
