@@ -737,9 +737,11 @@ void Kit::mark_consequences(std::vector<CheckResult>& results) const {
   for (auto& result : results) {
     if (result.status != CheckStatus::failed || !result.mistake.empty() || !result.blames_focus) continue;
     if (result.focus_point == mistake.focus_point) continue;
+    // Its own reading of the results assumed the rest was right: what it
+    // would say (no mask, a factor of -inf) may be false, so it says only this.
     result.blames_focus = false;
-    result.message += " (your results on every case are those of the known mistake \"" + mistake.title +
-                      "\", which can cause this too: fix it first)";
+    result.message = "fails as the known mistake \"" + mistake.title +
+                     "\" makes it fail (your results on every case are that mistake's): fix it first";
   }
 }
 
