@@ -244,11 +244,7 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
   report.title = exercise.title;
   report.max_score = exercise.max_score();
   report.submission = submission.path.string();
-  if (options.seed) {
-    report.seed = *options.seed;
-  } else {
-    report.seed = default_seed(exercise.definition, submission.text);
-  }
+  report.seed = options.seed ? *options.seed : default_seed(exercise.definition, submission.text);
   report.device = target.device;
   report.no_gpu = target.no_gpu;
 

@@ -101,6 +101,17 @@ inline std::set<std::string> focus_points_with(const nlohmann::json& report, con
   return ids;
 }
 
+// The focus points with a check that was skipped, or passed without some of
+// its cases, here: never met.
+inline std::set<std::string> points_not_shown_here(const nlohmann::json& report) {
+  std::set<std::string> ids;
+  for (const auto& check : report["checks"]) {
+    if (check.value("status", "") == "skipped" || check.value("partly_assessed", false))
+      ids.insert(check.value("focus_point", ""));
+  }
+  return ids;
+}
+
 // A number in `text` no measurement of a grade can produce: a denormal or
 // tinier value (4.658e-310, read from memory that was never written). Empty:
 // none; otherwise the first such number.

@@ -297,15 +297,13 @@ TEST_P(Corpus, GradesAsLabelled) {
   const auto verdict = graded.report.value("verdict", "");
   ASSERT_FALSE(graded.report["checks"].is_null());
   ASSERT_FALSE(graded.report["focus_points"].empty()) << describe(graded);
+  // For tests/diagnosis_share.sh, per exercise.
+  const auto results_dir = kBuild / "corpus_results" / entry.exercise;
+  fs::create_directories(results_dir);
+  const auto not_here = points_not_shown_here(graded.report);
   // A focus point shown as met although a check of it was skipped, or ran
-  // without some of its cases, here (never allowed; counted for
-  // tests/diagnosis_share.sh).
+  // without some of its cases, here (never allowed; counted for the script).
   {
-    std::set<std::string> not_here;
-    for (const auto& check : graded.report["checks"]) {
-      if (check.value("status", "") == "skipped" || check.value("partly_assessed", false))
-        not_here.insert(check.value("focus_point", ""));
-    }
     size_t shown_met = 0;
     for (const auto& focus : graded.report["focus_points"]) {
       const bool met = focus.value("status", "") == "met";
@@ -314,9 +312,7 @@ TEST_P(Corpus, GradesAsLabelled) {
                                                                    << describe(graded);
       shown_met += met && not_here.count(focus.value("id", ""));
     }
-    auto dir = kBuild / "corpus_results" / entry.exercise;
-    fs::create_directories(dir);
-    std::ofstream(dir / ".unassessed_met", std::ios::app) << shown_met << "\n";
+    std::ofstream(results_dir / ".unassessed_met", std::ios::app) << shown_met << "\n";
   }
   // No message states a number no measurement could give (unwritten memory).
   for (const auto& check : graded.report["checks"]) {
@@ -339,14 +335,9 @@ TEST_P(Corpus, GradesAsLabelled) {
   if (entry.kind == "accepted" || entry.kind == "solution") {
     EXPECT_EQ(verdict, "passed") << describe(graded);
     EXPECT_EQ(graded.exit_code, 0) << describe(graded);
-    // A focus point with a check skipped for lack of a GPU, or passed with
-    // some of its cases unable to run here (a dtype this LibTorch cannot
-    // run), is not assessed: never met. Every other one is met.
-    std::set<std::string> not_here;
-    for (const auto& check : graded.report["checks"]) {
-      const bool gpu_skip = check.value("needs_gpu", false) && check.value("status", "") == "skipped";
-      if (gpu_skip || check.value("partly_assessed", false)) not_here.insert(check.value("focus_point", ""));
-    }
+    // A focus point with a check skipped (in a pass: for lack of a GPU) or
+    // passed with some of its cases unable to run here (a dtype this LibTorch
+    // cannot run) is not assessed: never met. Every other one is met.
     for (const auto& focus : graded.report["focus_points"]) {
       const auto id = focus.value("id", "");
       const auto status = focus.value("status", "");
@@ -391,17 +382,16 @@ TEST_P(Corpus, GradesAsLabelled) {
                                        << "' is reported missed, but the label does not name it (a wrong cause)\n"
                                        << describe(graded);
   }
+  const bool unexplained = expect["unexplained"] && expect["unexplained"].as<bool>();
   if (entry.kind == "wrong") {
     // For tests/diagnosis_share.sh: was the labelled focus point reported
     // missed, and how many reported points were labelled (recall, precision)?
-    auto dir = kBuild / "corpus_results" / entry.exercise;
-    fs::create_directories(dir);
     size_t correct = 0;
     for (const auto& point : missed) correct += labelled.count(point);
-    std::ofstream(dir / entry.file.stem().string())
+    std::ofstream(results_dir / entry.file.stem().string())
         << (all_named ? "named" : "not named") << "\n"
         << "labelled " << labelled.size() << " reported " << missed.size() << " correct " << correct << "\n"
-        << (expect["unexplained"] && expect["unexplained"].as<bool>() ? "unexplained\n" : "");
+        << (unexplained ? "unexplained\n" : "");
   }
   if (expect["mistake"]) {
     bool named = false;
@@ -416,7 +406,7 @@ TEST_P(Corpus, GradesAsLabelled) {
   // "unexplained: true": nothing ties the failure to a concept, and the
   // report says so: a failed check states "unexplained" or an error no rule
   // explains, and names no focus point.
-  if (expect["unexplained"] && expect["unexplained"].as<bool>()) {
+  if (unexplained) {
     bool said = false;
     for (const auto& check : graded.report["checks"]) {
       const auto message = check.value("message", "");

@@ -61,7 +61,9 @@ TEST(FocusStatus, MetOnlyWhenShown) {
     std::vector<size_t> failed, unproven;
     EXPECT_EQ(focus_status_name(focus_status("p", checks, failed, unproven)), focus_status_name(row.want)) << row.what;
     EXPECT_EQ(failed.empty(), row.want != F::missed) << row.what;
-    if (row.want == F::not_established) EXPECT_FALSE(unproven.empty()) << row.what;
+    if (row.want == F::not_established) {
+      EXPECT_FALSE(unproven.empty()) << row.what;
+    }
   }
 }
 

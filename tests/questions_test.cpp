@@ -134,7 +134,7 @@ TEST(Questions, MalformedBanksAreRefusedWithTheQuestionNamed) {
 GradeReport report_with(const Exercise& exercise, const std::set<std::string>& missed) {
   GradeReport report;
   for (const auto& point : exercise.focus_points) {
-    report.focus_points.push_back({point, missed.count(point.id) ? FocusStatus::missed : FocusStatus::met, {}});
+    report.focus_points.push_back({point, missed.count(point.id) ? FocusStatus::missed : FocusStatus::met, {}, {}});
   }
   return report;
 }
@@ -154,7 +154,7 @@ TEST(Questions, FollowUpsStartWithWhatTheGradeMissed) {
   }
   // Nothing measured (a compile error): a sample of every focus point.
   GradeReport stopped;
-  for (const auto& point : mhsa.focus_points) stopped.focus_points.push_back({point, FocusStatus::not_assessed, {}});
+  for (const auto& point : mhsa.focus_points) stopped.focus_points.push_back({point, FocusStatus::not_assessed, {}, {}});
   EXPECT_EQ(select_follow_ups(bank, stopped, 7).size(), 4u);
 }
 

@@ -31,7 +31,10 @@ struct CheckResult {
   std::vector<std::string> also_against;
   std::vector<std::string> also_mistakes;
   bool threw = false;        // failed because the learner's code threw, no rule attributing the error
-  bool blames_focus = true;  // false: failed, but says nothing about its focus point (every case threw)
+  // false: failed, but no evidence ties the failure to its focus point (an unexplained difference or error,
+  // or an effect of a cause found elsewhere): the points it covers are not established, none is missed.
+  bool blames_focus = true;
+  std::string explained_by;  // the measuring check whose finding explains this failure, if one does
   bool needs_gpu = false;    // skipped only because the grade ran without a GPU: does not block a pass
   bool partly_assessed = false;  // passed, but some of its cases could not run here: its focus point is not met
   double weight = 1;         // the check's share of the score (exercise.yaml)

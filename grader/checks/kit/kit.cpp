@@ -644,10 +644,9 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   return out;
 }
 
-std::optional<double> Kit::float32_rounding(const CaseRun& run) const {
+std::optional<double> Kit::float32_rounding(const CaseRun& run, const Tensors& exact) const {
   try {
     auto data = data_of(run);
-    const auto exact = expected(data);
     for (auto* tensors : {&data.inputs, &data.params}) {
       for (auto& [name, tensor] : *tensors) {
         if (tensor.scalar_type() == at::kDouble) tensor = tensor.to(at::kFloat);
@@ -666,6 +665,18 @@ std::optional<double> Kit::float32_rounding(const CaseRun& run) const {
   }
 }
 
+std::optional<bool> Kit::replay_matches(const CaseRun& run, const Tensors& outputs,
+                                        const std::vector<std::string>& mistakes) const {
+  auto replayed = expected(run, mistakes);
+  if (replayed.empty()) return std::nullopt;
+  const auto& tolerance = exercise_.tolerance(run.request.string_or("dtype", "float64"));
+  for (const auto& [name, tensor] : replayed) {
+    auto got = outputs.find(name);
+    if (got == outputs.end() || !compare(tensor, got->second, tolerance).ok) return false;
+  }
+  return true;
+}
+
 bool Kit::explains_every_case(const std::string& mistake) const {
   if (std::find(replayable_.begin(), replayable_.end(), mistake) == replayable_.end()) return false;
   size_t compared = 0;
@@ -673,15 +684,9 @@ bool Kit::explains_every_case(const std::string& mistake) const {
     const auto s = status(spec.id);
     if (s == CaseStatus::threw || s == CaseStatus::unusable) continue;
     const auto& run = input_->at(spec.id);
-    const auto replayed = expected(run, std::vector<std::string>{mistake});
-    if (replayed.empty()) continue;  // not replayable there: says nothing
-    const auto learner = learner_outputs(run);
-    const auto& tolerance = exercise_.tolerance(run.request.string_or("dtype", "float64"));
-    for (const auto& [name, tensor] : replayed) {
-      auto got = learner.find(name);
-      if (got == learner.end() || !compare(tensor, got->second, tolerance).ok) return false;
-    }
-    ++compared;
+    const auto matched = replay_matches(run, learner_outputs(run), {mistake});
+    if (matched == false) return false;
+    compared += matched.has_value();  // not replayable there: says nothing
   }
   return compared > 0;
 }
@@ -713,16 +718,13 @@ void Kit::mark_consequences(std::vector<CheckResult>& results) const {
   for (size_t i = 0; i < results.size() && i < exercise_.checks.size(); ++i) {
     if (exercise_.checks[i].kind == "dependence") {
       dependence_ids.insert(results[i].id);
-    } else if (blames(results[i]) && results[i].message.rfind("explained by a measurement", 0) != 0) {
+    } else if (blames(results[i]) && results[i].explained_by.empty()) {
       named.insert(results[i].focus_point);
     }
   }
   for (auto& result : results) {
     if (!blames(result) || named.empty() || named.count(result.focus_point)) continue;
-    bool symptom = dependence_ids.count(result.id) > 0;
-    for (const auto& id : dependence_ids) {
-      symptom |= result.message.rfind("explained by a measurement (" + id + ")", 0) == 0;
-    }
+    const bool symptom = dependence_ids.count(result.id) > 0 || dependence_ids.count(result.explained_by) > 0;
     if (symptom) set_aside(result, "a dependence another mistake found here can cause: fix that first");
   }
   std::set<std::string> mistakes;
@@ -735,8 +737,7 @@ void Kit::mark_consequences(std::vector<CheckResult>& results) const {
   const auto& mistake = exercise_.mistake(*mistakes.begin());
   if (!explains_every_case(mistake.id)) return;
   for (auto& result : results) {
-    if (result.status != CheckStatus::failed || !result.mistake.empty() || !result.blames_focus) continue;
-    if (result.focus_point == mistake.focus_point) continue;
+    if (!blames(result) || !result.mistake.empty() || result.focus_point == mistake.focus_point) continue;
     // Its own reading of the results assumed the rest was right: what it
     // would say (no mask, a factor of -inf) may be false, so it says only this.
     result.blames_focus = false;
@@ -961,17 +962,6 @@ std::map<std::string, at::Tensor> Kit::learner_outputs(const CaseRun& run) const
 
 std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, const Tensors& learner) const {
   using Mistakes = std::vector<std::string>;
-  // Does the replay of `mistakes` match the learner's outputs on `run`? (nullopt: not replayable there)
-  auto matches = [&](const CaseRun& run, const Tensors& outputs, const Mistakes& mistakes) -> std::optional<bool> {
-    auto replayed = expected(run, mistakes);
-    if (replayed.empty()) return std::nullopt;
-    const auto& tolerance = exercise_.tolerance(run.request.string_or("dtype", "float64"));
-    for (const auto& [name, tensor] : replayed) {
-      auto got = outputs.find(name);
-      if (got == outputs.end() || !compare(tensor, got->second, tolerance).ok) return false;
-    }
-    return true;
-  };
   // Candidates that match this case; the other cases refute those whose
   // replay differs from the learner's output there (scaling by sqrt(Nq) is no
   // scaling when Nq = 1). A lone candidate is refuted only by a case the
@@ -981,7 +971,7 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
   auto narrowed = [&](std::vector<Mistakes> candidates) {
     const auto& here = input_->at(case_id);
     candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                    [&](const Mistakes& m) { return matches(here, learner, m) != true; }),
+                                    [&](const Mistakes& m) { return replay_matches(here, learner, m) != true; }),
                      candidates.end());
     for (const auto& spec : cases_) {
       if (spec.id == case_id || candidates.empty()) continue;
@@ -992,7 +982,7 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
       const auto outputs = learner_outputs(run);
       if (outputs.size() != exercise_.signature.outputs.size()) continue;
       candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                      [&](const Mistakes& m) { return matches(run, outputs, m) == false; }),
+                                      [&](const Mistakes& m) { return replay_matches(run, outputs, m) == false; }),
                        candidates.end());
     }
     return candidates;
@@ -1031,7 +1021,8 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
   const auto& tolerance = exercise_.tolerance(dtype);
   std::vector<std::string> evidence = {"input: " + run.describe()};
   Tensors learner;
-  for (const auto& [name, want] : expected(run)) {
+  const auto reference = expected(run);
+  for (const auto& [name, want] : reference) {
     std::string why;
     auto got = learner_tensor(run, name, why);
     if (!got) return results_.fail(check, why + " (" + run.describe() + ")");
@@ -1046,9 +1037,9 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     // Measured, not guessed: the reference computed in float32 shows how far
     // float32 rounding moves these results. Only a deviation of that size is
     // called a precision problem; a larger one is a different formula.
-    auto rounding = float32_rounding(run);
+    auto rounding = float32_rounding(run, reference);
     double deviation = 0;
-    for (const auto& [name, want] : expected(run)) {
+    for (const auto& [name, want] : reference) {
       if (auto got = learner.find(name); got != learner.end())
         deviation = std::max(deviation, (got->second.to(at::kDouble) - want).abs().max().item<double>());
     }
@@ -1116,6 +1107,7 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     evidence.pop_back();  // the replay hint, said once at the end
     auto result = results_.fail(check, "explained by a measurement (" + finding.id + "): " + finding.message, evidence);
     result.focus_point = finding.focus_point;
+    result.explained_by = finding.id;
     for (const auto& line : finding.evidence) {
       if (line != input_->replay_hint()) result.evidence.push_back(line);
     }

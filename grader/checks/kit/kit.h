@@ -188,9 +188,13 @@ class Kit : public Suite {
   // reference with that one mistake.
   bool explains_every_case(const std::string& mistake) const;
   // The largest change float32 rounding makes to the reference's results on
-  // `run` (the reference run on its inputs and weights cast to float32);
-  // nothing where that cannot be computed.
-  std::optional<double> float32_rounding(const CaseRun& run) const;
+  // `run`, `exact` (the reference run on its inputs and weights cast to
+  // float32); nothing where that cannot be computed.
+  std::optional<double> float32_rounding(const CaseRun& run, const Tensors& exact) const;
+  // Does the replay of `mistakes` match `outputs`, the learner's on `run`?
+  // (nullopt: not replayable there)
+  std::optional<bool> replay_matches(const CaseRun& run, const Tensors& outputs,
+                                     const std::vector<std::string>& mistakes) const;
   // Failures that one known mistake explaining every case accounts for,
   // found by checks of other focus points, name no cause of their own.
   void mark_consequences(std::vector<CheckResult>& results) const;
