@@ -123,8 +123,14 @@ Comparison compare(const at::Tensor& expected, const at::Tensor& got, const Tole
   // NaN is left out of the largest error: say how many there are.
   const auto unexpected_nan = (nan_have & ~nan_want).sum().item<int64_t>();
   if (unexpected_nan > 0) out << " (" << unexpected_nan << " NaN where a number is expected)";
-  out << "; max abs error " << format_number(max_error)
-      << "; at " << index_string(worst, want.sizes()) << " expected "
+  // The largest error is over the elements that are numbers on both sides:
+  // said only where there are such elements that differ.
+  const auto numbers_differ = (bad & ~nan_want & ~nan_have).sum().item<int64_t>();
+  if (numbers_differ > 0) {
+    out << "; max abs error " << format_number(max_error)
+        << (unexpected_nan > 0 ? " among the numbers" : "");
+  }
+  out << "; at " << index_string(worst, want.sizes()) << " expected "
       << format_number(want.flatten()[worst].item<double>()) << ", got "
       << format_number(have.flatten()[worst].item<double>());
   return {false, out.str()};

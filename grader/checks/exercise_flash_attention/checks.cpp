@@ -65,6 +65,26 @@ std::optional<Largest> largest_of(const CaseRun& run) {
   return l;
 }
 
+// What a tensor of `elements` made during a call on (B*H = bh, Nq, Nk, block)
+// says, once it is over the allowance: the (Nq, Nk) matrix or a large part of
+// it; a block wider than block_size (a block size of the code's own); else
+// simply more than a block needs.
+std::string memory_finding(double elements, double bh, double nq, double nk, int64_t block) {
+  if (elements >= nq * nk / 4) {
+    return "your code makes a tensor with as many elements as the (Nq, Nk) score matrix, or a large part of it: "
+           "keep one block of keys' scores at a time, and build the causal mask per block";
+  }
+  const double keys_per_query = elements / (bh * nq);
+  if (keys_per_query > 1.5 * static_cast<double>(block) && std::floor(keys_per_query) == keys_per_query) {
+    return fmt::format(
+        "your code keeps {:.0f} keys' scores for every query at a time although block_size is {}: take block_size "
+        "keys per step (the caller picks the block to fit its memory)",
+        keys_per_query, block);
+  }
+  return "your code makes a tensor larger than one block of scores needs: visit the keys block_size at a time and "
+         "keep only the running max, sum and output between blocks";
+}
+
 // The allowance: 1.5 times the largest of the inputs, the output and one
 // block of scores for every query (B, H, Nq, block_size), in the case's
 // dtype. The full score matrix is at least 4 times larger on both cases.
@@ -98,14 +118,10 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
     evidence.push_back(line);
     if (largest->bytes > allowed) {
       // By elements, not bytes: a bool (Nq, Nk) mask is the full matrix too.
-      const bool quadratic = largest->elements >= nq * nk / 4;
-      return results.fail(
-          spec.id,
-          quadratic ? "your code makes a tensor with as many elements as the (Nq, Nk) score matrix, or a large part "
-                      "of it: keep one block of keys' scores at a time, and build the causal mask per block"
-                    : "your code makes a tensor larger than one block of scores needs: visit the keys block_size at "
-                      "a time and keep only the running max, sum and output between blocks",
-          evidence);
+      // Elements by the shape (a bool (Nq, Nk) mask is the full matrix too)
+      // or by the bytes (the shape may be a view of one head of the storage).
+      const double elements = std::max(largest->elements, largest->bytes / item);
+      return results.fail(spec.id, memory_finding(elements, bh, nq, nk, dims.at("block")), evidence);
     }
     passed += (passed.empty() ? "" : "; ") + fmt::format("{} on {}x{}", bytes_text(largest->bytes),
                                                          dims.at("Nq"), dims.at("Nk"));
