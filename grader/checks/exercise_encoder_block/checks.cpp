@@ -33,9 +33,15 @@ const std::map<std::string, Bend>& bends() {
 }
 
 kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
-  if (data.train) return {};  // dropout is random: the kit's dropout checks read it instead
+  // Dropout is random in training mode, unless each p is 0 or 1 (a dropout_sites case).
+  if (data.train && !data.dropped) return {};
   EncoderBlockVariant variant;
   for (const auto& mistake : mistakes) bends().at(mistake)(variant);
+  if (data.dropped) {
+    variant.drop_attention_output = data.dropped->count("dropout1") > 0;
+    variant.drop_ffn_hidden = data.dropped->count("dropout") > 0;
+    variant.drop_ffn_output = data.dropped->count("dropout2") > 0;
+  }
   auto mask = data.inputs.count("mask") ? data.inputs.at("mask") : at::Tensor();
   return {{"output", reference::encoder_block(data.inputs.at("x"), mask, data.params, data.dims.at("H"), variant)}};
 }
@@ -103,6 +109,7 @@ CheckResult layernorm_measured(const kit::Kit& kit, const CheckSpec& spec) {
 
 std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
+  suite->dropout_sites({"dropout1", "dropout", "dropout2"});
   suite->extra_cases(add_unit_norm);
   suite->custom("layernorm_measured", layernorm_measured);
   return suite;

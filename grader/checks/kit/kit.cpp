@@ -24,7 +24,7 @@ namespace {
 const std::set<std::string> kKinds = {
     "parameters",  "rejects",    "shapes",      "numerics",        "gradients",      "deterministic",  "masked_values",
     "work_growth", "dependence", "no_builtins", "attention_scale", "attention_axis", "attention_mask", "refuses",
-    "dropouts",    "dropout_in_training", "device_placement", "gpu_execution"};
+    "dropouts",    "dropout_in_training", "dropout_sites", "device_placement", "gpu_execution"};
 
 }  // namespace
 
@@ -281,6 +281,9 @@ std::string masked_values_case(const std::string& id) { return id + "~masked_val
 std::string probe_case(const std::string& which) { return "probe~" + which; }
 std::string moved_case(const std::string& id, const std::string& what) { return id + "~moved." + what; }
 std::string training_case(const std::string& id, int run) { return id + (run == 0 ? "~train" : "~train_again"); }
+std::string dropout_site_case(const std::string& id, const std::string& path) {
+  return id + "~drop:" + (path.empty() ? "none" : path);
+}
 
 std::string name_scale(double value, const std::map<std::string, double>& quantities, bool measured) {
   std::vector<std::string> names;
@@ -376,6 +379,11 @@ Kit& Kit::custom(const std::string& kind, CheckFn fn) {
 Kit& Kit::measurement(const std::string& kind, CheckFn fn) {
   measurements_.insert(kind);
   return custom(kind, std::move(fn));
+}
+
+Kit& Kit::dropout_sites(std::vector<std::string> paths) {
+  droppable_.insert(paths.begin(), paths.end());
+  return *this;
 }
 
 Kit& Kit::extra_cases(std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)> add) {
@@ -595,6 +603,31 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     record.strings["describe"] += ", which must be refused";
     cases.push_back(std::move(record));
   }
+  for (const auto& check : exercise_.checks) {
+    if (check.kind != "dropout_sites") continue;
+    const auto paths = option_list(check, "names", "dropout");
+    for (const auto& path : paths) {
+      if (!droppable_.count(path)) {
+        throw ConfigError("check '" + check.id + "' names the Dropout '" + path + "', which the reference of " +
+                          exercise_.id + " cannot drop (Kit::dropout_sites)");
+      }
+    }
+    if (check.cases.empty()) throw ConfigError("check '" + check.id + "' (dropout_sites) needs a case");
+    const auto base = planned_case(cases, check.cases.front(), check.id);
+    for (const std::string& site : [&] { auto all = paths; all.insert(all.begin(), ""); return all; }()) {
+      auto twin = base;
+      twin.tensors.erase("grad_output");
+      twin.strings["case"] = dropout_site_case(check.cases.front(), site);
+      twin.strings["describe"] += ", training mode, " + (site.empty() ? std::string("every Dropout at p = 0")
+                                                                       : site + " at p = 1, the other Dropouts at 0");
+      twin.ints["train"] = 1;
+      twin.ints["seed"] = case_seed++;
+      std::string fixed;
+      for (const auto& path : paths) fixed += path + (path == site ? " 1\n" : " 0\n");
+      twin.strings["dropout_p"] = fixed;
+      cases.push_back(std::move(twin));
+    }
+  }
   for (const auto& add : extra_) add(*this, cases, generator);
   for (auto& record : cases) record.strings["device"] = target().device;
   return cases;
@@ -763,6 +796,7 @@ CheckResult Kit::run_kind(const CheckSpec& spec) const {
   if (k == "work_growth") return work_growth(spec);
   if (k == "dropouts") return dropouts(spec);
   if (k == "dropout_in_training") return dropout_in_training(spec);
+  if (k == "dropout_sites") return dropout_sites(spec);
   if (k == "device_placement") return device_placement(spec);
   if (k == "gpu_execution") return gpu_execution(spec);
   if (k.rfind("attention_", 0) == 0) return measured(spec);
@@ -795,6 +829,15 @@ CaseData Kit::data_of(const CaseRun& run) const {
     if (key.rfind("param.", 0) == 0) data.params[key.substr(6)] = converted;
   }
   data.train = run.request.integer_or("train", 0) != 0;
+  if (run.request.strings.count("dropout_p")) {
+    std::istringstream lines(run.request.string("dropout_p"));
+    std::string path;
+    double p = 0;
+    data.dropped.emplace();
+    while (lines >> path >> p) {
+      if (p == 1.0) data.dropped->insert(path);
+    }
+  }
   return data;
 }
 
@@ -1268,6 +1311,68 @@ CheckResult Kit::dropout_in_training(const CheckSpec& spec) const {
                                       moved(*first, *plain), moved(*first, *second))});
   }
   return results_.pass(spec.id, "dropout acts in training mode: two runs differ, and differ from eval mode");
+}
+
+// Each Dropout's place, measured: in training mode with one Dropout at p = 1
+// and the others at 0 the block is deterministic, and equals the reference
+// with that place zeroed; with all at 0 it equals eval mode. Judged only
+// where eval mode matches the reference (else any difference could be the
+// block's, not its dropouts').
+CheckResult Kit::dropout_sites(const CheckSpec& spec) const {
+  const auto& id = spec.cases.front();
+  const auto paths = option_list(spec, "names", "dropout");
+  const auto& eval = input_->at(id);
+  if (auto why = not_runnable(eval)) return results_.skip(spec.id, "not assessed: " + *why);
+  if (status(id) != CaseStatus::matches) {
+    return results_.skip(spec.id, "not assessed: in eval mode your results differ from the reference (" +
+                                      eval.describe() + "; see the numerics checks), so where the dropouts act "
+                                      "cannot be told from the rest");
+  }
+  const auto& name = exercise_.signature.outputs.front().name;
+  const auto& tolerance = exercise_.tolerance(eval.request.string_or("dtype", "float64"));
+  const auto all = fmt::format("{}", fmt::join(paths, ", "));
+  // Judges one twin: nothing when it matches the reference with its place zeroed.
+  auto judge_twin = [&](const std::string& site) -> std::optional<CheckResult> {
+    const auto& run = input_->at(dropout_site_case(id, site));
+    if (auto why = not_runnable(run)) return results_.skip(spec.id, "not assessed: " + *why);
+    auto missing = split_lines(run.response.string_or("dropout_p_missing", ""));
+    if (!missing.empty()) {
+      return results_.skip(spec.id, "not assessed: " + fmt::format("{}", fmt::join(missing, ", ")) +
+                                        " is no registered Dropout (see the check of the registered dropouts)");
+    }
+    std::string why;
+    auto got = learner_tensor(run, name, why);
+    if (!got) return results_.skip(spec.id, "not assessed: " + why);
+    const auto want = expected(run);
+    auto cmp = compare(want.at(name), *got, tolerance);
+    if (cmp.ok) return std::nullopt;
+    std::vector<std::string> evidence = {"input: " + run.describe(), name + ": " + cmp.detail};
+    if (site.empty()) {
+      return results_.fail(spec.id,
+                           "with every registered Dropout at p = 0 (" + all + "), training mode still changes your "
+                           "output: a dropout the statement does not have acts (MultiheadAttention's own dropout "
+                           "option, which the statement leaves at 0, or a functional dropout with a stored p)",
+                           evidence);
+    }
+    const auto where = spec.option("at." + site, "its place in the statement");
+    const auto unchanged = compare(expected(eval).at(name), *got, tolerance);
+    if (unchanged.ok) {
+      return results_.fail(spec.id,
+                           site + " never acts: with its p set to 1 (the other Dropouts at 0) your output is what "
+                           "it is without dropout. Call " + site + " in forward, on " + where,
+                           evidence);
+    }
+    return results_.fail(spec.id,
+                         "with " + site + " at p = 1 (the other Dropouts at 0) your output is not the reference's "
+                         "when only " + where + " is dropped: " + site + " acts somewhere else. Apply it to " + where,
+                         evidence);
+  };
+  if (auto result = judge_twin("")) return *result;
+  for (const auto& site : paths) {
+    if (auto result = judge_twin(site)) return *result;
+  }
+  return results_.pass(spec.id, "each of " + all + " acts at its place (set to p = 1 one at a time in training "
+                                "mode), and with all at 0 training mode changes nothing");
 }
 
 CheckResult Kit::rejects(const CheckSpec& spec) const {

@@ -24,6 +24,10 @@
 //                  constructor's argument `argument` (default dropout) was given
 //   dropout_in_training  cases[0] (eval) run twice in training mode: the two
 //                  runs differ from each other and from eval mode
+//   dropout_sites  where each Dropout of `names` acts: cases[0] in training
+//                  mode with that one at p = 1 and the others at 0 must give the
+//                  reference with its place zeroed (Kit::dropout_sites), and with
+//                  all at 0 the eval result (no dropout the statement lacks)
 //   device_placement  from the operator trace of every case: no tensor made
 //                  inside forward on a fixed device (a factory given no
 //                  device) meets the input's data, nothing is read back to the
@@ -71,6 +75,9 @@ struct CaseData {
   Tensors inputs;  // by signature name; an input the case leaves out is absent
   Tensors params;  // by parameter name ("q_linear.weight")
   bool train = false;
+  // Set where the case fixes every Dropout's p to 0 or 1 (a dropout_sites
+  // case, in training mode): the paths at p = 1, whose place is all zeros.
+  std::optional<std::set<std::string>> dropped;
 };
 // The expected outputs by name, for the correct algorithm (no mistakes) or
 // with known mistakes of exercise.yaml made together (one, or two when no
@@ -110,6 +117,9 @@ class Kit : public Suite {
   // the probes do): run once per grade, and when it fails, its finding explains
   // the numerics failures no known mistake reproduces. It must not call explain().
   Kit& measurement(const std::string& kind, CheckFn fn);
+  // The Dropout paths ("dropout1") the reference can drop (CaseData::dropped):
+  // the only ones a dropout_sites check may name.
+  Kit& dropout_sites(std::vector<std::string> paths);
   // Further cases planned by the exercise (after the yaml's).
   Kit& extra_cases(std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)> add);
 
@@ -157,6 +167,7 @@ class Kit : public Suite {
   CheckResult dependence(const CheckSpec& spec) const;
   CheckResult dropouts(const CheckSpec& spec) const;
   CheckResult dropout_in_training(const CheckSpec& spec) const;
+  CheckResult dropout_sites(const CheckSpec& spec) const;
   CheckResult device_placement(const CheckSpec& spec) const;
   CheckResult gpu_execution(const CheckSpec& spec) const;
   // Device-mismatch errors and outputs on another device than the cases', first of each.
@@ -208,6 +219,7 @@ class Kit : public Suite {
   std::vector<CaseSpec> refusals_;  // its cases with expect: error (planned, never given to the reference)
   std::map<std::string, std::string> unsupported_;  // the others, by id: why not
   std::map<std::string, CheckFn> custom_;
+  std::set<std::string> droppable_;  // Kit::dropout_sites
   std::set<std::string> measurements_;  // custom kinds that are measurements
   std::vector<std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)>> extra_;
   const JudgeInput* input_ = nullptr;
@@ -223,6 +235,7 @@ std::string masked_values_case(const std::string& id);
 std::string probe_case(const std::string& which);
 std::string moved_case(const std::string& id, const std::string& what);
 std::string training_case(const std::string& id, int run);  // run 0 or 1
+std::string dropout_site_case(const std::string& id, const std::string& path);  // path "": every Dropout at 0
 // The p of the Dropout the driver found registered at `path`, if any.
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
 
