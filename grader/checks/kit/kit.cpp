@@ -618,8 +618,13 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
       auto twin = base;
       twin.tensors.erase("grad_output");
       twin.strings["case"] = dropout_site_case(check.cases.front(), site);
-      twin.strings["describe"] += ", training mode, " + (site.empty() ? std::string("every Dropout at p = 0")
-                                                                       : site + " at p = 1, the other Dropouts at 0");
+      auto& describe = twin.strings["describe"];
+      for (const auto& [from, to] : {std::pair<std::string, std::string>{", backward", ""}, {" eval", " train"}}) {
+        if (auto at = describe.find(from); at != std::string::npos) describe.replace(at, from.size(), to);
+      }
+      if (!paths.empty()) {
+        describe += site.empty() ? ", every Dropout at p = 0" : ", " + site + " at p = 1, the other Dropouts at 0";
+      }
       twin.ints["train"] = 1;
       twin.ints["seed"] = case_seed++;
       std::string fixed;
@@ -1347,6 +1352,12 @@ CheckResult Kit::dropout_sites(const CheckSpec& spec) const {
     auto cmp = compare(want.at(name), *got, tolerance);
     if (cmp.ok) return std::nullopt;
     std::vector<std::string> evidence = {"input: " + run.describe(), name + ": " + cmp.detail};
+    if (paths.empty()) {
+      return results_.fail(spec.id,
+                           "in training mode your output differs from eval mode's on the same input: the statement "
+                           "has no dropout here (nor anything else that depends on the mode); remove it",
+                           evidence);
+    }
     if (site.empty()) {
       return results_.fail(spec.id,
                            "with every registered Dropout at p = 0 (" + all + "), training mode still changes your "
@@ -1371,6 +1382,7 @@ CheckResult Kit::dropout_sites(const CheckSpec& spec) const {
   for (const auto& site : paths) {
     if (auto result = judge_twin(site)) return *result;
   }
+  if (paths.empty()) return results_.pass(spec.id, "training mode gives what eval mode gives (no dropout here)");
   return results_.pass(spec.id, "each of " + all + " acts at its place (set to p = 1 one at a time in training "
                                 "mode), and with all at 0 training mode changes nothing");
 }

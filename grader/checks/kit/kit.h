@@ -27,7 +27,8 @@
 //   dropout_sites  where each Dropout of `names` acts: cases[0] in training
 //                  mode with that one at p = 1 and the others at 0 must give the
 //                  reference with its place zeroed (Kit::dropout_sites), and with
-//                  all at 0 the eval result (no dropout the statement lacks)
+//                  all at 0 the eval result (no dropout the statement lacks);
+//                  names: "" for a module with no dropout at all
 //   device_placement  from the operator trace of every case: no tensor made
 //                  inside forward on a fixed device (a factory given no
 //                  device) meets the input's data, nothing is read back to the
