@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -514,6 +515,91 @@ CheckResult scores_scale(const kit::Kit& kit, const CheckSpec& spec) {
                       {"input: " + run.describe(), fit->evidence});
 }
 
+// ---- where rope_attention puts the queries ----
+
+// Each query's position as rope_attention uses it, read from its weights: the
+// position p at which the reference, with the keys at key_offset + j, gives
+// exactly that row of weights (only the distance to the keys shapes them).
+// Nothing where a row matches no position (the scores differ otherwise too).
+std::optional<std::vector<int64_t>> query_positions_of(const CaseRun& run, const at::Tensor& weights,
+                                                       int64_t search_to) {
+  const auto &query = run.request.tensor("input.query"), &key = run.request.tensor("input.key"),
+             &value = run.request.tensor("input.value");
+  const auto key_offset = run.request.integer("arg.key_offset");
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < query.size(2); ++i) {
+    auto row = weights.narrow(2, i, 1);
+    // The closest position, where it is close (float32 tables round to about
+    // 1e-7) and clearly closer than any other.
+    std::vector<std::pair<double, int64_t>> errors;
+    for (int64_t p = 0; p <= search_to; ++p) {
+      auto want = std::get<1>(reference::rope_attention(query.narrow(2, i, 1), key, value, p, key_offset));
+      errors.emplace_back((row - want).abs().max().item<double>(), p);
+    }
+    std::sort(errors.begin(), errors.end());
+    if (errors[0].first > 1e-5 || errors[1].first < 100 * errors[0].first) return std::nullopt;
+    positions.push_back(errors[0].second);
+  }
+  return positions;
+}
+
+CheckResult query_positions(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at(spec.cases.at(0));
+  if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto weights = learner_tensor(run, "weights", why);
+  if (!weights) return results.skip(spec.id, "not assessed: " + why);
+  const auto dims = kit.data_of(run).dims;
+  const int64_t nq = dims.at("Nq"), nk = dims.at("Nk"), qo = dims.at("query_offset"), ko = dims.at("key_offset");
+  if (weights->sizes() != at::IntArrayRef({dims.at("B"), dims.at("H"), nq, nk})) {
+    return results.skip(spec.id, "not assessed: the weights have shape " + shape_string(weights->sizes()));
+  }
+  auto positions = query_positions_of(run, weights->to(at::kDouble), qo + ko + nq + nk + 8);
+  if (!positions) {
+    return results.skip(spec.id, "not assessed: a query's weights match the reference's at no position of the "
+                                 "query (so something else differs too; see the other checks)");
+  }
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < nq; ++i) want.push_back(qo + i);
+  std::vector<std::string> evidence = {
+      "input: " + run.describe(),
+      fmt::format("query i = 0 .. {} turned as position (measured from its weights, the keys at key_offset + j): "
+                  "{}; it sits at query_offset + i: {}",
+                  nq - 1, fmt::join(*positions, ", "), fmt::join(want, ", "))};
+  if (*positions == want) {
+    return results.pass(spec.id, "each query is turned at its own position, query_offset + i (measured from the "
+                                 "weights)");
+  }
+  // The same start for every query: name it where it is a quantity of the call.
+  const int64_t start = positions->front();
+  bool from_start = true;
+  for (int64_t i = 0; i < nq; ++i) from_start &= (*positions)[i] == start + i;
+  std::string named;
+  if (from_start) {
+    const std::vector<std::pair<std::string, int64_t>> names = {
+        {"key_offset", ko}, {"key_offset + Nk - Nq", ko + nk - nq}, {"query_offset + 1", qo + 1}, {"0", 0}};
+    for (const auto& [name, value] : names) {
+      if (value == start) {
+        named = name;
+        break;
+      }
+    }
+  }
+  return results.fail(
+      spec.id,
+      (from_start ? fmt::format("in rope_attention query i is as far from the keys as if it were at position {} + "
+                                "i (the keys at key_offset + j), where it sits at query_offset + i = {} + i",
+                                named.empty() || named == std::to_string(start)
+                                    ? std::to_string(start)
+                                    : named + " + i = " + std::to_string(start),
+                                qo)
+                  : std::string("in rope_attention the queries are not as far from the keys as query_offset + i "
+                                "and key_offset + j make them")) +
+          ": rotate the query with query_offset and the keys with key_offset",
+      evidence);
+}
+
 }  // namespace
 
 std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
@@ -524,6 +610,7 @@ std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   suite->measurement("rotation_positions", rotation_positions);
   suite->measurement("relative_position", relative_position);
   suite->measurement("scores_scale", scores_scale);
+  suite->measurement("query_positions", query_positions);
   suite->custom("lengths_kept", lengths_kept);
   suite->custom("value_untouched", value_untouched);
   suite->custom("scores_of_rotated", scores_of_rotated);
