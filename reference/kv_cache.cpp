@@ -49,6 +49,19 @@ at::Tensor causal_self_attention(const at::Tensor& x, const Parameters& paramete
   return at::linear(merge_heads(heads), parameters.at("out_proj.weight"));
 }
 
+at::Tensor output_with_query_at(const at::Tensor& x, const Parameters& parameters, int64_t num_heads, int64_t token,
+                                int64_t position) {
+  check_arguments(x, parameters, num_heads);
+  TORCH_CHECK(token >= 0 && token < x.size(1), "output_with_query_at: no token ", token);
+  const int64_t head_dim = x.size(2) / num_heads;
+  auto q = apply_rope(split_heads(at::linear(x.narrow(1, token, 1), parameters.at("q_proj.weight")), num_heads),
+                      position);
+  const auto cache = cache_contents(x.narrow(1, 0, token + 1), parameters, num_heads);
+  auto visible = at::ones({1, token + 1}, x.options().dtype(at::kBool));
+  auto heads = attend(q, cache.keys, cache.values, visible, 1.0 / std::sqrt(static_cast<double>(head_dim)));
+  return at::linear(merge_heads(heads), parameters.at("out_proj.weight"));
+}
+
 CacheContents cache_contents(const at::Tensor& x, const Parameters& parameters, int64_t num_heads) {
   check_arguments(x, parameters, num_heads);
   auto projected = split_heads(at::linear(x, parameters.at("k_proj.weight")), num_heads);

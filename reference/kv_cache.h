@@ -27,6 +27,13 @@ using Parameters = std::map<std::string, at::Tensor>;  // q_proj.weight, k_proj.
 // x (B, N, D) -> (B, N, D): token n at position n sees tokens 0..n.
 at::Tensor causal_self_attention(const at::Tensor& x, const Parameters& parameters, int64_t num_heads);
 
+// The output of token `token` of x (B, 1, D) as causal_self_attention()
+// computes it, but with that token's query turned at `position` (its keys and
+// the earlier ones at their own positions): where a learner puts the queries
+// is read by matching it.
+at::Tensor output_with_query_at(const at::Tensor& x, const Parameters& parameters, int64_t num_heads, int64_t token,
+                                int64_t position);
+
 // What a correct cache holds after the whole sequence x (B, N, D), each
 // (B, H, N, head_dim): the keys after RoPE, the values; and the keys as
 // k_proj made them, before RoPE (what a key cached unrotated looks like).

@@ -630,6 +630,21 @@ TEST_F(Reference, KvCachedDecodingEqualsOnePassForEverySchedule) {
   }
 }
 
+// A token's output with its query at its own position is the one-pass row;
+// at any other position it differs (the measurement of query positions relies on both).
+TEST_F(Reference, KvOutputWithQueryAtItsPositionIsTheOnePassRow) {
+  const int64_t dim = 16, heads = 4, n = 7;
+  auto x = at::randn({2, n, dim}, at::kDouble);
+  auto p = kv_parameters(dim);
+  auto want = reference::causal_self_attention(x, p, heads);
+  for (int64_t token = 0; token < n; ++token) {
+    expect_close(want.narrow(1, token, 1), reference::output_with_query_at(x, p, heads, token, token));
+    if (token > 0) {
+      EXPECT_FALSE(at::allclose(want.narrow(1, token, 1), reference::output_with_query_at(x, p, heads, token, 0)));
+    }
+  }
+}
+
 TEST_F(Reference, KvCacheMistakeVariantsAreDistinguishable) {
   const int64_t dim = 16, heads = 2, n = 8;
   auto x = at::randn({1, n, dim}, at::kDouble), previous = at::randn({1, 3, dim}, at::kDouble);

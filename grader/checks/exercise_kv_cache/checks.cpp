@@ -6,7 +6,9 @@
 // number of cached tokens. Everything else is exercise.yaml and the kit.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -479,6 +481,58 @@ CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
                                            mac_slope, element_slope));
 }
 
+// Where the code puts each query, read from the outputs of a case fed one
+// token per call: token n's output is matched against the reference's with
+// that token's query turned at each position p (the keys at their own). Only
+// judged where every token matches exactly one position.
+CheckResult query_positions(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& run = kit.input().at(spec.cases.at(0));
+  if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto output = learner_tensor(run, "output", why);
+  if (!output) return results.skip(spec.id, "not assessed: " + why);
+  const auto data = kit.data_of(run);
+  const auto& x = data.inputs.at("x");
+  if (output->sizes() != x.sizes()) {
+    return results.skip(spec.id, "not assessed: the output has shape " + shape_string(output->sizes()));
+  }
+  const auto heads = data.dims.at("H"), n = x.size(1);
+  auto got = output->to(at::kDouble);
+  std::vector<int64_t> positions, want;
+  for (int64_t token = 0; token < n; ++token) {
+    std::vector<std::pair<double, int64_t>> errors;
+    for (int64_t p = 0; p < n + 8; ++p) {
+      auto row = reference::output_with_query_at(x, data.params, heads, token, p);
+      errors.emplace_back((got.narrow(1, token, 1) - row).abs().max().item<double>(), p);
+    }
+    std::sort(errors.begin(), errors.end());
+    const double scale = std::max(1.0, got.narrow(1, token, 1).abs().max().item<double>());
+    if (errors[0].first > 1e-6 * scale || errors[1].first < 100 * errors[0].first) {
+      return results.skip(spec.id, fmt::format("not assessed: token {}'s output matches the reference's with its "
+                                               "query at no single position (so something else differs too; see "
+                                               "the other checks)", token));
+    }
+    positions.push_back(errors[0].second);
+    want.push_back(token);
+  }
+  if (positions == want) {
+    return results.pass(spec.id, "each query is turned at its own position in the sequence (measured from the "
+                                 "outputs, one token per call)");
+  }
+  const bool from_zero = std::all_of(positions.begin(), positions.end(), [](int64_t p) { return p == 0; });
+  return results.fail(
+      spec.id,
+      from_zero ? std::string("every call turns its query as position 0, whatever the cache holds: a token's query "
+                              "sits at the number of cached tokens + its index in the call, like its key")
+                : std::string("the queries are turned at other positions than their own: a token's query sits at "
+                              "the number of cached tokens + its index in the call, like its key"),
+      {"input: " + run.describe(),
+       fmt::format("token n = 0 .. {} (one per call), its query turned as position (measured from its output, the "
+                   "keys at their own positions): {}; where it sits: {}",
+                   n - 1, fmt::join(positions, ", "), fmt::join(want, ", "))});
+}
+
 }  // namespace
 
 std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
@@ -487,6 +541,7 @@ std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   suite->custom("cache_reset", cache_reset);
   suite->custom("cache_contents", cache_contents);
   suite->custom("work_per_call", work_per_call);
+  suite->measurement("query_positions", query_positions);
   return suite;
 }
 
