@@ -1166,6 +1166,7 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     featured->evidence.insert(featured->evidence.begin(), evidence.begin(), evidence.end() - 1);
     return *featured;
   }
+  if (auto localised = localise(check, evidence)) return *localised;
   // Unexplained: no focus point is named as the cause (those this check
   // covers are left not established, never missed by guess).
   auto smallest = smallest_failing(check);
@@ -1177,6 +1178,56 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
                               evidence);
   result.blames_focus = false;
   return result;
+}
+
+// Where an unexplained difference lies, from the dropout_sites check's
+// twins: each drops one part of the module (its Dropout at p = 1, training
+// mode, the others at 0). Where the eval result differs and a twin matches
+// the reference with that part dropped, the difference lies inside that part
+// (the narrowest such part, in the order of `names`), and its `point.<site>`
+// is named. Where none matches, `evidence` says so and nothing is named.
+std::optional<CheckResult> Kit::localise(const std::string& check, std::vector<std::string>& evidence) const {
+  const auto spec = std::find_if(exercise_.checks.begin(), exercise_.checks.end(), [](const CheckSpec& c) {
+    return c.kind == "dropout_sites" && !c.option("names").empty();
+  });
+  if (spec == exercise_.checks.end()) return std::nullopt;
+  const auto& base = spec->cases.front();
+  const auto& eval = input_->at(base);
+  if (not_runnable(eval) || status(base) == CaseStatus::matches) return std::nullopt;
+  const auto& name = exercise_.signature.outputs.front().name;
+  const auto& tolerance = exercise_.tolerance(eval.request.string_or("dtype", "float64"));
+  const auto sites = option_list(*spec, "names", "dropout");
+  for (const auto& site : sites) {
+    const auto& run = input_->at(dropout_site_case(base, site));
+    std::string why;
+    if (not_runnable(run) || run.response.strings.count("dropout_p_missing")) return std::nullopt;
+    auto got = learner_tensor(run, name, why);
+    if (!got || !compare(expected(run).at(name), *got, tolerance).ok) continue;
+    const auto where = spec->option("at." + site, site + "'s place");
+    auto result = results_.fail(
+        check,
+        "the difference lies in what " + site + " drops, " + where + ": with it dropped (" + site + " at p = 1 in "
+        "training mode, the other Dropouts at 0) your results match the reference's, so the rest is right on this "
+        "input; what differs there is no mistake the grader knows",
+        evidence);
+    result.evidence.insert(result.evidence.end() - 1,
+                           fmt::format("{}: differs from the reference in eval mode; {}: matches the reference with "
+                                       "{} dropped",
+                                       eval.describe(), run.describe(), where));
+    const auto point = spec->option("point." + site);
+    if (!point.empty() && has_focus_point(point)) {
+      result.focus_point = point;
+    } else {
+      result.blames_focus = false;
+    }
+    return result;
+  }
+  evidence.insert(evidence.end() - 1,
+                  fmt::format("{}, run again in training mode with each of {} at p = 1 in turn (the others at 0): it still "
+                              "differs from the reference with that place dropped, so the difference lies in what "
+                              "every one of them leaves, or in more than one place",
+                              eval.describe(), fmt::join(sites, ", ")));
+  return std::nullopt;
 }
 
 // ---- the kinds ----------------------------------------------------------

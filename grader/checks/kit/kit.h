@@ -28,7 +28,9 @@
 //                  mode with that one at p = 1 and the others at 0 must give the
 //                  reference with its place zeroed (Kit::dropout_sites), and with
 //                  all at 0 the eval result (no dropout the statement lacks);
-//                  names: "" for a module with no dropout at all
+//                  names: "" for a module with no dropout at all. The same
+//                  twins localise an unexplained difference (point.<name>:
+//                  the focus point of what that Dropout drops)
 //   device_placement  from the operator trace of every case: no tensor made
 //                  inside forward on a fixed device (a factory given no
 //                  device) meets the input's data, nothing is read back to the
@@ -189,6 +191,7 @@ class Kit : public Suite {
   std::optional<CheckResult> attribute_to_feature(const std::string& check) const;
   std::optional<CheckResult> explain_error(const std::string& check, const CaseRun& run) const;
   std::string smallest_failing(const std::string& check) const;
+  std::optional<CheckResult> localise(const std::string& check, std::vector<std::string>& evidence) const;
   Tensors learner_outputs(const CaseRun& run) const;
   // The one known mistake (else the one pair of them) whose replay matches
   // the learner's outputs on `case_id` and is refuted by no other case.
