@@ -19,6 +19,7 @@ at::Tensor mini_encoder_states(const at::Tensor& tokens, const at::Tensor& mask,
   auto h = at::embedding(table, tokens);
   if (variant.embedding_scaled) h = h * std::sqrt(static_cast<double>(d));
   if (variant.positions) h = h + sinusoidal_table(n, d).to(h.scalar_type()).unsqueeze(0);
+  if (variant.drop_embeddings) h = at::zeros_like(h);
   const auto attention_mask = mask.defined() ? mask.reshape({b, 1, 1, n}) : at::Tensor();
   EncoderBlockVariant block;
   block.mask_stage = variant.mask_stage;

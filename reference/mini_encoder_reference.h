@@ -45,6 +45,9 @@ struct MiniEncoderVariant {
   Activation activation = Activation::gelu;          // relu: TransformerEncoderLayer's default kept
   Pooling pooling = Pooling::masked_mean;
   bool softmax_head = false;  // probabilities returned instead of logits
+  // The model's dropout at p = 1 (training mode, the layers' dropouts at 0):
+  // the embeddings plus positions all zeros before the first layer.
+  bool drop_embeddings = false;
 };
 
 at::Tensor mini_encoder(const at::Tensor& tokens, const at::Tensor& mask, const std::map<std::string, at::Tensor>& p,

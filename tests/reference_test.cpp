@@ -323,6 +323,14 @@ TEST_F(Reference, MiniEncoderMatchesLibTorchModules) {
   padded.pooling = reference::Pooling::mean_all;
   EXPECT_FALSE(at::allclose(reference::mini_encoder(tokens, keep, parameters, h, layers),
                             reference::mini_encoder(tokens, keep, parameters, h, layers, padded)));
+  // The model's dropout at p = 1: the layers see zeros, so the logits are
+  // those of the stack run on zeros (whatever the tokens).
+  reference::MiniEncoderVariant dropped;
+  dropped.drop_embeddings = true;
+  auto zeros = at::zeros({n, b, d}, at::kDouble);
+  for (auto& layer : stack) zeros = layer->forward(zeros);
+  expect_close(classifier->forward(zeros.transpose(0, 1).mean(1)),
+               reference::mini_encoder(tokens, {}, parameters, h, layers, dropped));
 }
 
 TEST_F(Reference, SdpaIsStableForLargeLogits) {

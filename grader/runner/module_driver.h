@@ -16,6 +16,7 @@
 
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/dropout.h>
 
 #include <sstream>
@@ -124,8 +125,9 @@ inline void backward_and_report(const wire::Record& request, wire::Record& respo
 }
 
 // A dropout-site case (kit kind dropout_sites) fixes the p of registered
-// Dropout modules: "dropout_p" holds lines "<path> <p>". A path that is no
-// Dropout is reported in "dropout_p_missing", one per line.
+// Dropout modules (or a MultiheadAttention's own dropout): "dropout_p" holds
+// lines "<path> <p>". A path that is neither is reported in
+// "dropout_p_missing", one per line.
 inline void set_dropouts(const wire::Record& request, wire::Record& response, torch::nn::Module& module) {
   std::istringstream lines(request.string_or("dropout_p", ""));
   std::string path, missing;
@@ -134,8 +136,11 @@ inline void set_dropouts(const wire::Record& request, wire::Record& response, to
   while (lines >> path >> p) {
     auto* found = modules.find(path);
     auto dropout = found ? std::dynamic_pointer_cast<torch::nn::DropoutImpl>(*found) : nullptr;
+    auto attention = found ? std::dynamic_pointer_cast<torch::nn::MultiheadAttentionImpl>(*found) : nullptr;
     if (dropout) {
       dropout->options.p(p);
+    } else if (attention) {
+      attention->options.dropout(p);  // its own dropout on the attention weights
     } else {
       missing += path + '\n';
     }

@@ -42,9 +42,11 @@ at::Tensor mask_of(const kit::CaseData& data) {
 }
 
 kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
-  if (data.train) return {};  // dropout is random: the kit's dropout checks read it instead
+  // Dropout is random in training mode, unless each p is 0 or 1 (a dropout_sites case).
+  if (data.train && !data.dropped) return {};
   MiniEncoderVariant variant;
   for (const auto& mistake : mistakes) bends().at(mistake)(variant);
+  if (data.dropped) variant.drop_embeddings = data.dropped->count("dropout") > 0;
   return {{"logits", reference::mini_encoder(data.inputs.at("tokens"), mask_of(data), data.params, data.dims.at("H"),
                                              data.dims.at("L"), variant)}};
 }
@@ -310,6 +312,7 @@ CheckResult learns(const kit::Kit& kit, const CheckSpec& spec) {
 
 std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   auto suite = std::make_unique<kit::Kit>(exercise, reference_of, keys_of(bends()));
+  suite->dropout_sites({"dropout"});
   suite->extra_cases(add_pooling_probe);
   suite->extra_cases(add_fit);
   suite->custom("distinct_layers", distinct_layers);

@@ -614,6 +614,15 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     }
     if (check.cases.empty()) throw ConfigError("check '" + check.id + "' (dropout_sites) needs a case");
     const auto base = planned_case(cases, check.cases.front(), check.id);
+    // Dropouts held at 0 in every twin, never probed: "layers.{L}.dropout" stands for each layer's.
+    std::vector<TensorSpec> held;
+    for (const auto& path : option_list(check, "silence", "")) held.push_back(TensorSpec{path, {}, "randn", ""});
+    Dims dims;
+    for (const auto& [key, value] : base.ints) {
+      if (key.rfind("dim.", 0) == 0) dims[key.substr(4)] = value;
+    }
+    std::string silenced;
+    for (const auto& path : parameters_of(held, dims)) silenced += path.name + " 0\n";
     for (const std::string& site : [&] { auto all = paths; all.insert(all.begin(), ""); return all; }()) {
       auto twin = base;
       twin.tensors.erase("grad_output");
@@ -627,7 +636,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
       }
       twin.ints["train"] = 1;
       twin.ints["seed"] = case_seed++;
-      std::string fixed;
+      std::string fixed = silenced;
       for (const auto& path : paths) fixed += path + (path == site ? " 1\n" : " 0\n");
       twin.strings["dropout_p"] = fixed;
       cases.push_back(std::move(twin));
@@ -1434,7 +1443,11 @@ CheckResult Kit::dropout_sites(const CheckSpec& spec) const {
     if (auto result = judge_twin(site)) return *result;
   }
   if (paths.empty()) return results_.pass(spec.id, "training mode gives what eval mode gives (no dropout here)");
-  return results_.pass(spec.id, "each of " + all + " acts at its place (set to p = 1 one at a time in training "
+  if (paths.size() == 1) {
+    return results_.pass(spec.id, all + " acts at its place (set to p = 1 in training mode, any other Dropout at 0), "
+                                  "and at 0 training mode changes nothing");
+  }
+    return results_.pass(spec.id, "each of " + all + " acts at its place (set to p = 1 one at a time in training "
                                 "mode), and with all at 0 training mode changes nothing");
 }
 

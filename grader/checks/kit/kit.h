@@ -28,7 +28,9 @@
 //                  mode with that one at p = 1 and the others at 0 must give the
 //                  reference with its place zeroed (Kit::dropout_sites), and with
 //                  all at 0 the eval result (no dropout the statement lacks);
-//                  names: "" for a module with no dropout at all. The same
+//                  names: "" for a module with no dropout at all; silence:
+//                  Dropouts (or MultiheadAttentions) held at 0 in every twin,
+//                  with {X} templates ("layers.{L}.dropout"). The same
 //                  twins localise an unexplained difference (point.<name>:
 //                  the focus point of what that Dropout drops)
 //   device_placement  from the operator trace of every case: no tensor made
