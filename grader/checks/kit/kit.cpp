@@ -927,6 +927,48 @@ std::optional<CheckResult> Kit::explain_error(const std::string& check, const Ca
   return std::nullopt;
 }
 
+// How two configurations differ: "mask none -> padding, Nq 5 -> 3".
+std::vector<std::string> case_differences(const CaseSpec& from, const CaseSpec& to) {
+  std::vector<std::string> out;
+  std::set<std::string> names;
+  for (const auto& [name, value] : from.dims) names.insert(name);
+  for (const auto& [name, value] : to.dims) names.insert(name);
+  for (const auto& name : names) {
+    auto a = from.dims.find(name), b = to.dims.find(name);
+    if (a == from.dims.end() || b == to.dims.end() || a->second != b->second) {
+      out.push_back(name + " " + (a == from.dims.end() ? "-" : std::to_string(a->second)) + " -> " +
+                    (b == to.dims.end() ? "-" : std::to_string(b->second)));
+    }
+  }
+  names.clear();
+  for (const auto& [name, value] : from.traits) names.insert(name);
+  for (const auto& [name, value] : to.traits) names.insert(name);
+  for (const auto& name : names) {
+    const auto a = from.trait(name, name == "dtype" ? "float64" : name == "mode" ? "eval" : "none");
+    const auto b = to.trait(name, name == "dtype" ? "float64" : name == "mode" ? "eval" : "none");
+    if (a != b) out.push_back(name + " " + a + " -> " + b);
+  }
+  return out;
+}
+
+std::optional<std::string> Kit::nearest_passing(const std::string& failing_id) const {
+  const auto failing = std::find_if(cases_.begin(), cases_.end(), [&](const CaseSpec& c) { return c.id == failing_id; });
+  if (failing == cases_.end()) return std::nullopt;
+  std::optional<std::string> best;
+  size_t fewest = 0;
+  for (const auto& spec : cases_) {
+    if (status(spec.id) != CaseStatus::matches) continue;
+    const auto differences = case_differences(*failing, spec);
+    if (differences.empty()) continue;
+    if (!best || differences.size() < fewest) {
+      fewest = differences.size();
+      best = fmt::format("the nearest configuration that passes: {} (it differs in {})", input_->at(spec.id).describe(),
+                         fmt::join(differences, ", "));
+    }
+  }
+  return best;
+}
+
 std::string Kit::smallest_failing(const std::string& check) const {
   // Among the check's own cases where one fails (a smaller failing case of
   // another check may fail for another reason), else among all.
@@ -944,7 +986,7 @@ std::string Kit::smallest_failing(const std::string& check) const {
     for (const auto& [name, value] : spec.dims) size *= std::max<int64_t>(1, value);
     if (best_size < 0 || size < best_size) {
       best_size = size;
-      best = input_->at(spec.id).describe();
+      best = spec.id;
     }
   }
   return best;
@@ -1178,12 +1220,13 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
   if (auto localised = localise(check, evidence)) return *localised;
   // Unexplained: no focus point is named as the cause (those this check
   // covers are left not established, never missed by guess).
-  auto smallest = smallest_failing(check);
+  const auto smallest = smallest_failing(check);
+  if (auto pair = nearest_passing(smallest.empty() ? case_id : smallest)) evidence.insert(evidence.end() - 1, *pair);
   auto result = results_.fail(check,
                               "unexplained: the results differ from the reference, and neither a known mistake nor "
                               "the grader's measurements explain how; start from the smallest configuration that "
                               "fails: " +
-                                  (smallest.empty() ? run.describe() : smallest),
+                                  (smallest.empty() ? run.describe() : input_->at(smallest).describe()),
                               evidence);
   result.blames_focus = false;
   return result;

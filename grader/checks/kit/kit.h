@@ -192,7 +192,11 @@ class Kit : public Suite {
   bool is_measurement(const CheckSpec& spec) const;
   std::optional<CheckResult> attribute_to_feature(const std::string& check) const;
   std::optional<CheckResult> explain_error(const std::string& check, const CaseRun& run) const;
+  // The id of the smallest yaml case that fails (by the product of its dimensions).
   std::string smallest_failing(const std::string& check) const;
+  // The passing yaml case that differs from `failing_id` in the fewest
+  // dimensions and traits, described with those differences.
+  std::optional<std::string> nearest_passing(const std::string& failing_id) const;
   std::optional<CheckResult> localise(const std::string& check, std::vector<std::string>& evidence) const;
   Tensors learner_outputs(const CaseRun& run) const;
   // The one known mistake (else the one pair of them) whose replay matches
