@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -231,6 +232,43 @@ TEST_P(Consistency, EachMistakeMadeAloneIsNamedAsItself) {
     for (const auto& other : named) EXPECT_EQ(other, mistake) << "another mistake is named too";
     EXPECT_TRUE(missed.count(exercise_.mistake(mistake).focus_point))
         << "its focus point '" << exercise_.mistake(mistake).focus_point << "' is not reported missed";
+  }
+}
+
+// A learner's output of another shape (0-dim, an empty last axis) in every
+// case is a failed check and the grade goes on: never a grader fault, and never
+// a pass (a fuzz over output shapes; the hostile corpus holds real files).
+TEST_P(Consistency, OddOutputShapesFailAndNeverFaultTheGrader) {
+  const std::vector<std::pair<std::string, std::function<at::Tensor(const at::Tensor&)>>> odd = {
+      {"0-dim", [](const at::Tensor& t) { return t.sum(); }},
+      {"empty last axis", [](const at::Tensor& t) { return t.dim() > 0 ? t.narrow(-1, 0, 0) : t.reshape({1, 0}); }}};
+  for (const auto& output : exercise_.signature.outputs) {
+    for (const auto& [shape, bend] : odd) {
+      SCOPED_TRACE("the output '" + output.name + "' " + shape + " in every case");
+      JudgeInput input;
+      input.seed = 20261126;
+      for (auto& request : kit_->plan(input.seed)) {
+        CaseRun run{request, {}};
+        const auto kind = request.string_or("kind", "forward");
+        if (kind == "construct") {
+          run.response.strings["error"] = "refused (simulated)";
+        } else if (kind == "fit") {
+          run.response.strings["error"] = "training is not simulated";
+        } else {
+          auto outputs = kit_->expected(kit_->data_of(run));
+          if (outputs.empty()) run.response.strings["error"] = "not simulated";
+          for (const auto& [name, tensor] : outputs) {
+            run.response.tensors[name] = name == output.name ? bend(tensor) : tensor;
+          }
+        }
+        input.cases[request.string("case")] = run;
+      }
+      std::vector<CheckResult> results;
+      ASSERT_NO_THROW(results = suite_->judge(input));
+      EXPECT_TRUE(std::any_of(results.begin(), results.end(),
+                              [](const CheckResult& r) { return r.status == CheckStatus::failed; }))
+          << "no check fails";
+    }
   }
 }
 

@@ -679,6 +679,16 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& error) {
+      // A check that cannot handle an output of another shape (empty, 0-dim)
+      // is not assessed, with the shape as the reason: the learner's shape,
+      // not the grader, stopped it (the shape checks fail on it).
+      if (auto shape = misshapen_output()) {
+        auto result = results_.skip(spec.id, "not assessed: " + *shape);
+        result.weight = spec.weight;
+        result.title = spec.title;
+        out.push_back(std::move(result));
+        continue;
+      }
       throw GraderFault("the check '" + spec.id + "' of " + exercise_.id +
                         " failed inside the grader: " + error.what());
     }
@@ -689,6 +699,24 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   for (auto& result : out) result.blames_focus &= !result.threw;
   mark_consequences(out);
   return out;
+}
+
+std::optional<std::string> Kit::misshapen_output() const {
+  for (const auto& spec : cases_) {
+    const auto& run = input_->at(spec.id);
+    if (not_runnable(run)) continue;
+    for (const auto& output : exercise_.signature.outputs) {
+      std::string why;
+      auto tensor = learner_tensor(run, output.name, why);
+      if (!tensor) continue;
+      const auto want = shape_of(output, spec.dims);
+      if (tensor->sizes() != at::IntArrayRef(want)) {
+        return "your output '" + output.name + "' has shape " + shape_string(tensor->sizes()) + " on " + run.describe() +
+               ", expected " + shape_string(want) + " (see the shape checks)";
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<double> Kit::float32_rounding(const CaseRun& run, const Tensors& exact) const {

@@ -194,6 +194,8 @@ class Kit : public Suite {
   std::optional<CheckResult> explain_error(const std::string& check, const CaseRun& run) const;
   // The id of the smallest yaml case that fails (by the product of its dimensions).
   std::string smallest_failing(const std::string& check) const;
+  // The first output of a yaml case whose shape is not its signature shape, said.
+  std::optional<std::string> misshapen_output() const;
   // The passing yaml case that differs from `failing_id` in the fewest
   // dimensions and traits, described with those differences.
   std::optional<std::string> nearest_passing(const std::string& failing_id) const;
