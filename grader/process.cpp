@@ -64,8 +64,8 @@ bool join_cgroup(const char* procs_file) {
 
 // Runs in the forked child: only async-signal-safe calls until execve.
 [[noreturn]] void exec_child(const ChildSpec& spec, char* const* argv, char* const* envp, int in_fd, int out_fd,
-                             int err_fd, int request_fd, int result_fd, const std::vector<const char*>& cgroup_procs,
-                             pid_t parent) {
+                             int err_fd, int request_fd, int result_fd, int args_fd,
+                             const std::vector<const char*>& cgroup_procs, pid_t parent) {
   signal(SIGPIPE, SIG_DFL);  // the grader ignores it; the child should not
   setsid();                  // its own process group, so a timeout kills grandchildren too
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -91,17 +91,20 @@ bool join_cgroup(const char* procs_file) {
   err_fd = lift(err_fd);
   request_fd = lift(request_fd);
   result_fd = lift(result_fd);
+  args_fd = lift(args_fd);
   dup2(in_fd, 0);
   dup2(out_fd, 1);
   dup2(err_fd, 2);
   if (request_fd >= 0) dup2(request_fd, 3);
   if (result_fd >= 0) dup2(result_fd, 4);
+  if (args_fd >= 0) dup2(args_fd, 5);
   // Nothing else of the grader's reaches the child: with --jobs, another
   // thread may hold files open (cgroup limits, sources) at the moment of fork.
   if (request_fd < 0) close(3);
   if (result_fd < 0) close(4);
-  if (syscall(SYS_close_range, 5u, ~0u, 0u) != 0) {
-    for (int fd = 5; fd < 65536; ++fd) close(fd);
+  if (args_fd < 0) close(5);
+  if (syscall(SYS_close_range, 6u, ~0u, 0u) != 0) {
+    for (int fd = 6; fd < 65536; ++fd) close(fd);
   }
   if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) _exit(127);
   if (spec.drop_to_nobody) {
@@ -177,6 +180,24 @@ ChildOutcome run_child(const ChildSpec& spec) {
   const bool deferred = spec.deferred_request.valid();
   if (!spec.request.empty() || deferred) request = make_pipe();
   if (spec.result_channel) result = make_pipe();
+  Pipe args;
+  if (!spec.launcher_args.empty()) {
+    // Written whole before the fork: the pipe holds it (grown where needed),
+    // and the reader finds its end at once.
+    args = make_pipe();
+    const auto size = static_cast<int>(spec.launcher_args.size());
+    if (size >= 65536 && fcntl(args.write, F_SETPIPE_SZ, size + 1) < size + 1) {
+      close_fd(args.read);
+      close_fd(args.write);
+      throw GraderFault("the sandbox's arguments do not fit a pipe (" + std::to_string(size) + " bytes)");
+    }
+    if (write(args.write, spec.launcher_args.data(), spec.launcher_args.size()) != size) {
+      close_fd(args.read);
+      close_fd(args.write);
+      throw GraderFault(std::string("cannot pass the sandbox its arguments: ") + std::strerror(errno));
+    }
+    close_fd(args.write);
+  }
 
   std::unique_ptr<Cgroup> cgroup;
   std::vector<const char*> cgroup_procs;
@@ -194,8 +215,8 @@ ChildOutcome run_child(const ChildSpec& spec) {
   pid_t pid = fork();
   if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) {
-    exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, cgroup_procs,
-               parent);
+    exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, args.read,
+               cgroup_procs, parent);
   }
   active_children.insert(pid);
   registering.unlock();
@@ -208,6 +229,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
   close_fd(err.write);
   close_fd(request.read);
   close_fd(result.write);
+  close_fd(args.read);
   for (int fd : {out.read, err.read, request.write, result.read}) {
     if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   }

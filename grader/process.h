@@ -64,6 +64,9 @@ struct ChildSpec {
   int request_wake_fd = -1;  // readable once deferred_request is ready (else it is polled for)
   bool request_by_path = false;  // the child opens its request by name (/dev/fd/3), not only through fd 3
   bool result_channel = false;  // give the child fd 4 to write its results to
+  // NUL-terminated arguments argv[0] reads from fd 5 (bwrap --args 5), so
+  // that no command line a sandboxed process can read holds them.
+  std::string launcher_args;
   ChildLimits limits;
   bool use_cgroup = false;           // run it in its own cgroup (memory, processes, CPU time)
   bool drop_to_nobody = false;       // switch to user and group 65534 before exec (the grader runs as root)

@@ -318,7 +318,7 @@ void Cgroup::kill_all() {
 std::string SandboxStatus::describe() const {
   if (mode == SandboxMode::off) {
     return std::string("sandbox off (--sandbox off): limits only") +
-           (seccomp ? ", and the runner's system-call filter" : "");
+           (seccomp ? ", and the runner's system-call filter" : "") + (drop_to_nobody ? ", user nobody" : "");
   }
   std::string text = isolating() ? "sandbox: " : "sandbox incomplete, limits only for what is missing: ";
   text += std::string(namespaces ? "namespaces (bwrap)" : "no namespaces") + ", " +
@@ -335,8 +335,11 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built) {
   // code from another's files and processes, so it stays on in every mode.
   status.seccomp = seccomp_built;
   if (!seccomp_built) status.problems.push_back("the runner was built without libseccomp (install libseccomp-dev)");
-  if (mode == SandboxMode::off) return status;
+  // As root, learner code runs as nobody in every mode, off included: the
+  // descriptor-based calls and other processes' /proc entries then reach
+  // nothing of root's.
   status.drop_to_nobody = geteuid() == 0;
+  if (mode == SandboxMode::off) return status;
 
   std::string why;
   if (auto probe = Cgroup::create({64ull << 20, 8}, &why)) {
@@ -408,8 +411,27 @@ void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement,
       if (dir == system) return true;
     return false;
   };
+  // A folder to hide needs covering only where a folder shown whole (a
+  // system folder, a shown folder) would show it: elsewhere the empty root
+  // already hides it, and a covering mount would name it in /proc/self/mountinfo.
+  std::vector<fs::path> shown_whole;
+  for (const char* system : kSystemFolders) shown_whole.emplace_back(system);
+  for (const char* system : kSystemLinks) {
+    std::error_code error;
+    if (!fs::is_symlink(system, error) && fs::is_directory(system, error)) shown_whole.emplace_back(system);
+  }
+  for (const auto& [source, path] : shown) {
+    if (fs::is_directory(path)) shown_whole.emplace_back(path);
+  }
+  auto visible = [&](const fs::path& dir) {
+    return std::any_of(shown_whole.begin(), shown_whole.end(), [&](const fs::path& whole) {
+      auto rel = dir.lexically_relative(whole);
+      return !rel.empty() && *rel.begin() != "..";
+    });
+  };
   for (const auto& dir : confinement.hidden) {
-    if (!is_system(dir) && fs::is_directory(dir)) out.insert(out.end(), {"--tmpfs", dir});
+    if (!is_system(dir) && fs::is_directory(dir) && visible(fs::path(dir).lexically_normal()))
+      out.insert(out.end(), {"--tmpfs", dir});
   }
   for (size_t i = 0; i < shown.size(); ++i) {
     bool writable = !confinement.writable.empty() && i + 1 == shown.size();
@@ -417,7 +439,12 @@ void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement,
   }
   for (const auto& device : confinement.devices) out.insert(out.end(), {"--dev-bind", device, device});
   if (!confinement.work_dir.empty()) out.insert(out.end(), {"--chdir", confinement.work_dir});
-  out.push_back("--");
+  // bwrap reads its options from a pipe (--args), so that no command line
+  // inside (its own, as the sandbox's first process) names the folders it
+  // binds and hides; the command itself must follow on its command line.
+  spec.launcher_args.clear();
+  for (size_t i = 1; i < out.size(); ++i) spec.launcher_args += out[i] + '\0';
+  out = {out.front(), "--args", "5", "--"};
   out.insert(out.end(), spec.argv.begin(), spec.argv.end());
   spec.argv = std::move(out);
 }

@@ -12,7 +12,8 @@
 //                                                 isolates (skipped, visibly, elsewhere);
 //                                                 must_not_create: files that must not
 //                                                 exist afterwards; no_process_named: a
-//                                                 process name nothing may leave running
+//                                                 process name nothing may leave running;
+//                                                 report_lacks: strings no report may hold
 //   solutions/<exercise>/*.cpp                    the model answers must pass
 //   exercises/<exercise>/<learner file>           the starter must fail, clearly
 //
@@ -424,6 +425,12 @@ TEST_P(Corpus, GradesAsLabelled) {
       said |= check.value("status", "") == "failed" && check.value("message", "").find(words) != std::string::npos;
     }
     EXPECT_TRUE(said) << "a failed check must say \"" << words << "\"\n" << describe(graded);
+  }
+  // "report_lacks": strings the JSON report must not hold anywhere (what the
+  // sandbox hides, had it leaked into an error or an output).
+  for (const auto& word : expect["report_lacks"]) {
+    EXPECT_EQ(graded.raw.find(word.as<std::string>()), std::string::npos)
+        << "the report holds \"" << word.as<std::string>() << "\"\n" << describe(graded).substr(0, 3000);
   }
   // Learner text is capped: a report stays small whatever the code printed or threw.
   if (expect["max_report_bytes"]) {

@@ -44,7 +44,9 @@ std::vector<fs::path> own_cgroup_dirs() {
 std::set<std::string> leftovers() {
   std::set<std::string> found;
   std::error_code error;
-  for (const auto& entry : fs::directory_iterator(kBuild / "scratch", error)) found.insert(entry.path().string());
+  // The grader's scratch folders live under <temp>/attention-grader-<uid> (grader/sandbox.cpp, scratch_base()).
+  const auto scratch = fs::temp_directory_path() / ("attention-grader-" + std::to_string(geteuid()));
+  for (const auto& entry : fs::directory_iterator(scratch, error)) found.insert(entry.path().string());
   for (const auto& dir : own_cgroup_dirs()) {
     for (const auto& entry : fs::directory_iterator(dir, error)) {
       if (entry.path().filename().string().rfind("grader-", 0) == 0) found.insert(entry.path().string());

@@ -83,9 +83,10 @@ std::string install_seccomp_filter() {
   failures += seccomp_rule_add(filter, kill, SCMP_SYS(rt_tgsigqueueinfo), 1, SCMP_A0(SCMP_CMP_NE, self)) != 0;
   for (const char* name : {"tkill", "pidfd_open", "pidfd_send_signal", "setpriority", "ioprio_set"}) deny(name);
 
-  // No file is created, changed or removed: the code being graded needs no
-  // file of its own, and so it can neither fill a disk, nor touch another
-  // grade's compiled code, nor leave anything behind, in any isolation mode.
+  // No file is created, changed or removed, and no IPC object made: the code
+  // being graded needs none of its own, and so it can neither fill a disk, nor
+  // touch another grade's compiled code, nor leave anything behind, in any
+  // isolation mode.
   // Refused with EACCES (a program that tries gets an error, not a kill).
   const uint32_t refuse = SCMP_ACT_ERRNO(EACCES);
   auto refuse_writes = [&](int call, unsigned flags_arg) {
@@ -102,7 +103,13 @@ std::string install_seccomp_filter() {
        {"creat",     "mkdir",    "mkdirat",   "mknod",       "mknodat",     "rmdir",   "unlink",    "unlinkat",
         "rename",    "renameat", "renameat2", "link",        "linkat",      "symlink", "symlinkat", "truncate",
         "chmod",     "fchmodat", "chown",     "lchown",      "fchownat",    "utime",   "utimes",    "utimensat",
-        "futimesat", "setxattr", "lsetxattr", "removexattr", "lremovexattr"}) {
+        "futimesat", "setxattr", "lsetxattr", "removexattr", "lremovexattr",
+        // The same through a descriptor (an open folder, a file opened for reading).
+        "fchmod", "fchown", "fsetxattr", "fremovexattr",
+        // System V and POSIX IPC: objects no scratch cleanup sees, outliving
+        // the grade where there is no IPC namespace, and shared with others.
+        "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop",
+        "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"}) {
     int call = seccomp_syscall_resolve_name(name);
     if (call != __NR_SCMP_ERROR) failures += seccomp_rule_add(filter, refuse, call, 0) != 0;
   }

@@ -701,6 +701,27 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   return out;
 }
 
+double Kit::largest_deviation(const Tensors& reference, const Tensors& learner) const {
+  double deviation = 0;
+  for (const auto& [name, want] : reference) {
+    if (auto got = learner.find(name); got != learner.end() && got->second.sizes() == want.sizes())
+      deviation = std::max(deviation, (got->second.to(at::kDouble) - want).abs().max().item<double>());
+  }
+  return deviation;
+}
+
+bool Kit::rounding_explains(const CaseRun& run) const {
+  if (status(run.request.string("case")) != CaseStatus::precision || !findings().empty()) return false;
+  const auto reference = expected(run);
+  Tensors learner;
+  for (const auto& [name, want] : reference) {
+    std::string why;
+    if (auto got = learner_tensor(run, name, why)) learner[name] = *got;
+  }
+  auto rounding = float32_rounding(run, reference);
+  return rounding && largest_deviation(reference, learner) <= 10 * *rounding;
+}
+
 std::optional<std::string> Kit::misshapen_output() const {
   for (const auto& spec : cases_) {
     const auto& run = input_->at(spec.id);
@@ -1165,11 +1186,7 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     // float32 rounding moves these results. Only a deviation of that size is
     // called a precision problem; a larger one is a different formula.
     auto rounding = float32_rounding(run, reference);
-    double deviation = 0;
-    for (const auto& [name, want] : reference) {
-      if (auto got = learner.find(name); got != learner.end())
-        deviation = std::max(deviation, (got->second.to(at::kDouble) - want).abs().max().item<double>());
-    }
+    const double deviation = largest_deviation(reference, learner);
     if (rounding && deviation <= 10 * *rounding) {
       evidence.insert(evidence.end() - 1, fmt::format("largest difference {:.3g}; the reference computed in float32 "
                                                       "differs from its float64 result by up to {:.3g}",
@@ -1667,10 +1684,12 @@ CheckResult Kit::gradients(const CheckSpec& spec) const {
                          "graph (detach(), .data(), NoGradGuard) or they are not used",
                          evidence);
   }
-  if (!differ.empty() && s == CaseStatus::precision) {
-    // The forward only matched loosely: the gradients of a slightly
-    // different function differ too, which says nothing of the graph.
+  // The forward only matched loosely, and not by float32 rounding: the
+  // gradients of a slightly different function differ too, which says
+  // nothing of the graph or of precision.
+  if ((!differ.empty() || !precise.empty()) && s == CaseStatus::precision && !rounding_explains(run)) {
     evidence.insert(evidence.end(), differ.begin(), differ.end());
+    evidence.insert(evidence.end(), precise.begin(), precise.end());
     auto result = results_.fail(spec.id,
                                 "unexplained: the gradients differ from the reference, and so does the forward, "
                                 "slightly (see the forward checks): fix the forward first",

@@ -214,6 +214,12 @@ class Kit : public Suite {
   // `run`, `exact` (the reference run on its inputs and weights cast to
   // float32); nothing where that cannot be computed.
   std::optional<double> float32_rounding(const CaseRun& run, const Tensors& exact) const;
+  // The largest absolute difference between the reference's and the learner's outputs.
+  double largest_deviation(const Tensors& reference, const Tensors& learner) const;
+  // Whether a case that matches only loosely (status precision) is off by
+  // float32 rounding: no more than 10 times what rounding moves the
+  // reference, and no measurement found a mistake.
+  bool rounding_explains(const CaseRun& run) const;
   // Does the replay of `mistakes` match `outputs`, the learner's on `run`?
   // (nullopt: not replayable there)
   std::optional<bool> replay_matches(const CaseRun& run, const Tensors& outputs,

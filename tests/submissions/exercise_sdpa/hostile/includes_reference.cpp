@@ -1,7 +1,9 @@
 // Hostile: pulls the grader's trusted reference into the submission to copy it.
 #include "sdpa.h"
 
-// The grader compiles a copy in <build>/scratch/grade-XXXXXX/, three levels below the project.
+// Aimed at a copy compiled in <build>/scratch/grade-XXXXXX/ (three levels below the project),
+// where the grader once compiled; scratch folders now live under <temp>/attention-grader-<uid>/,
+// and the compile's sandbox hides the project wherever they are.
 #include "../../../reference/attention.h"
 
 std::tuple<torch::Tensor, torch::Tensor> scaled_dot_product_attention(
