@@ -225,10 +225,7 @@ std::string render_html(const GradeReport& report) {
     for (const auto& focus : report.focus_points) {
       const auto status = focus_status_name(focus.status);
       out += "<li><span class=\"status " + status + "\">" +
-             (focus.status == FocusStatus::met               ? "met"
-              : focus.status == FocusStatus::missed          ? "MISSED"
-              : focus.status == FocusStatus::not_established ? "not established"
-                                                             : "not assessed") +
+             focus_status_label(focus.status) +
              "</span>" + escape(focus.point.title) + " <span class=\"meta\">[" + escape(focus.point.id) + "]</span>";
       if (focus.status == FocusStatus::missed) {
         out += "<div class=\"explanation\">" + escape(focus.point.explanation) + "</div>";

@@ -99,6 +99,13 @@ std::string focus_status_name(FocusStatus status) {
   return "not_assessed";
 }
 
+std::string focus_status_label(FocusStatus status) {
+  if (status == FocusStatus::missed) return "MISSED";
+  auto label = focus_status_name(status);
+  std::replace(label.begin(), label.end(), '_', ' ');
+  return label;
+}
+
 std::string check_status_name(CheckStatus status) {
   switch (status) {
     case CheckStatus::passed:
@@ -241,10 +248,11 @@ std::string render_text(const GradeReport& report, bool color) {
     // found by several checks) is not repeated.
     std::set<std::string> shown;
     for (const auto& focus : report.focus_points) {
-      std::string mark = focus.status == FocusStatus::met               ? p.green("  met      ")
-                         : focus.status == FocusStatus::missed          ? p.red("  MISSED   ")
-                         : focus.status == FocusStatus::not_established ? p.yellow("  not established ")
-                                                                        : p.yellow("  not assessed ");
+      const auto label = focus_status_label(focus.status);
+      const auto padded = "  " + label + std::string(label.size() < 9 ? 9 - label.size() : 1, ' ');
+      std::string mark = focus.status == FocusStatus::met      ? p.green(padded)
+                         : focus.status == FocusStatus::missed ? p.red(padded)
+                                                               : p.yellow(padded);
       out += mark + focus.point.title + p.dim(" [" + focus.point.id + "]") + "\n";
       if (focus.status == FocusStatus::not_established) {
         std::string ids;

@@ -85,6 +85,8 @@ FocusStatus focus_status(const std::string& point, const std::vector<CheckResult
 
 std::string verdict_name(Verdict verdict);
 std::string focus_status_name(FocusStatus status);
+// The same as a reader sees it: "met", "MISSED", "not established", "not assessed".
+std::string focus_status_label(FocusStatus status);
 std::string check_status_name(CheckStatus status);
 int exit_code_for(Verdict verdict);
 

@@ -415,10 +415,8 @@ void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement,
   // system folder, a shown folder) would show it: elsewhere the empty root
   // already hides it, and a covering mount would name it in /proc/self/mountinfo.
   std::vector<fs::path> shown_whole;
-  for (const char* system : kSystemFolders) shown_whole.emplace_back(system);
-  for (const char* system : kSystemLinks) {
-    std::error_code error;
-    if (!fs::is_symlink(system, error) && fs::is_directory(system, error)) shown_whole.emplace_back(system);
+  for (size_t i = 0; i + 2 < out.size(); ++i) {  // what bwrap_base binds: "--ro-bind SOURCE DEST"
+    if (out[i] == "--ro-bind" && fs::is_directory(out[i + 2])) shown_whole.emplace_back(out[i + 2]);
   }
   for (const auto& [source, path] : shown) {
     if (fs::is_directory(path)) shown_whole.emplace_back(path);

@@ -506,14 +506,14 @@ CheckResult query_positions(const kit::Kit& kit, const CheckSpec& spec) {
       auto row = reference::output_with_query_at(x, data.params, heads, token, p);
       errors.emplace_back((got.narrow(1, token, 1) - row).abs().max().item<double>(), p);
     }
-    std::sort(errors.begin(), errors.end());
     const double scale = std::max(1.0, got.narrow(1, token, 1).abs().max().item<double>());
-    if (errors[0].first > 1e-6 * scale || errors[1].first < 100 * errors[0].first) {
+    auto position = kit::unique_closest(std::move(errors), 1e-6 * scale);
+    if (!position) {
       return results.skip(spec.id, fmt::format("not assessed: token {}'s output matches the reference's with its "
                                                "query at no single position (so something else differs too; see "
                                                "the other checks)", token));
     }
-    positions.push_back(errors[0].second);
+    positions.push_back(*position);
     want.push_back(token);
   }
   if (positions == want) {

@@ -536,9 +536,9 @@ std::optional<std::vector<int64_t>> query_positions_of(const CaseRun& run, const
       auto want = std::get<1>(reference::rope_attention(query.narrow(2, i, 1), key, value, p, key_offset));
       errors.emplace_back((row - want).abs().max().item<double>(), p);
     }
-    std::sort(errors.begin(), errors.end());
-    if (errors[0].first > 1e-5 || errors[1].first < 100 * errors[0].first) return std::nullopt;
-    positions.push_back(errors[0].second);
+    auto position = kit::unique_closest(std::move(errors), 1e-5);
+    if (!position) return std::nullopt;
+    positions.push_back(*position);
   }
   return positions;
 }

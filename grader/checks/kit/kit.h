@@ -214,11 +214,17 @@ class Kit : public Suite {
   // `run`, `exact` (the reference run on its inputs and weights cast to
   // float32); nothing where that cannot be computed.
   std::optional<double> float32_rounding(const CaseRun& run, const Tensors& exact) const;
-  // The largest absolute difference between the reference's and the learner's outputs.
-  double largest_deviation(const Tensors& reference, const Tensors& learner) const;
+  // The learner's largest difference from the reference on a case beside the
+  // largest change float32 rounding makes to the reference there.
+  struct RoundingMeasure {
+    double deviation = 0;
+    std::optional<double> rounding;
+    // Only a difference of rounding's size is called a precision matter.
+    bool explains() const { return rounding && deviation <= 10 * *rounding; }
+  };
+  RoundingMeasure measure_rounding(const CaseRun& run, const Tensors& reference, const Tensors& learner) const;
   // Whether a case that matches only loosely (status precision) is off by
-  // float32 rounding: no more than 10 times what rounding moves the
-  // reference, and no measurement found a mistake.
+  // float32 rounding, and no measurement found a mistake.
   bool rounding_explains(const CaseRun& run) const;
   // Does the replay of `mistakes` match `outputs`, the learner's on `run`?
   // (nullopt: not replayable there)
@@ -264,6 +270,12 @@ const wire::Record& planned_case(const std::vector<wire::Record>& cases, const s
 // The operator a device-mismatch error names ("masked_fill (its argument
 // mask)"), or nothing when `error` is no such error.
 std::optional<std::string> device_mismatch(const std::string& error);
+
+// Of candidates (error, value) read by matching the reference at each value
+// (a query's position, say): the value whose error is smallest, where that
+// error is within `tolerance` and every other candidate's is at least 100
+// times larger; nothing where no value stands out so.
+std::optional<int64_t> unique_closest(std::vector<std::pair<double, int64_t>> errors, double tolerance);
 
 // Whether `text` contains one of `words`, ignoring case (an error message that says why).
 bool mentions_any(const std::string& text, const std::vector<std::string>& words);
