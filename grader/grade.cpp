@@ -174,7 +174,11 @@ ChildSpec runner_spec(const PreparedGrade& prepared, const SandboxStatus& sandbo
 
 }  // namespace
 
-Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) {
+namespace {
+
+// prepare_grade for `runs` grades of one submission in one runner (grade_on_seeds):
+// the run's time limits are `runs` times the exercise's.
+Prepared prepare(const GradeOptions& options, bool compile_ahead, size_t runs) {
   Prepared prepared(new PreparedGrade);
   auto& p = *prepared;
   p.options_key = prepared_for(options);
@@ -188,6 +192,8 @@ Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) {
   if (options.run_seconds) run_limits.seconds = run_limits.cpu_seconds = *options.run_seconds;
   if (options.memory_mb) run_limits.memory_mb = *options.memory_mb;
   if (options.output_kb) run_limits.output_kb = *options.output_kb;
+  run_limits.seconds *= static_cast<double>(runs);
+  run_limits.cpu_seconds *= static_cast<double>(runs);
   p.suite = make_suite(p.exercise);
   p.target = resolve_target(options.device);
   p.suite->set_target(p.target);
@@ -223,39 +229,38 @@ Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) {
   return prepared;
 }
 
-GradeReport grade(const GradeOptions& options, Prepared prepared) {
-  auto start = Clock::now();
-  if (!prepared || !still_fits(*prepared, options)) {
-    prepared.reset();  // stopped before a new one starts
-    prepared = prepare_grade(options, false);
-  }
-  auto& exercise = prepared->exercise;
-  const auto& run_limits = exercise.limits.run;
-  auto& suite = prepared->suite;
-  const auto& target = prepared->target;
-  const auto& toolchain = prepared->toolchain;
+}  // namespace
 
-  Submission submission;
-  submission.path = prepared->submission;
-  submission.text = read_submission(submission.path);
+Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) { return prepare(options, compile_ahead, 1); }
 
+namespace {
+
+// One grade under way: its report so far, and the rules that end it.
+struct GradeInProgress {
+  const GradeOptions& options;
+  PreparedGrade& prepared;
+  Suite* suite;  // the prepared grade's, or one of its own (grade_on_seeds)
+  Clock::time_point start;
   GradeReport report;
-  report.exercise = exercise.id;
-  report.title = exercise.title;
-  report.max_score = exercise.max_score();
-  report.submission = submission.path.string();
-  report.seed = options.seed ? *options.seed : default_seed(exercise.definition, submission.text);
-  report.device = target.device;
-  report.no_gpu = target.no_gpu;
 
-  const auto& sandbox = options.sandbox;
-  report.sandbox = sandbox.describe();
-  const auto& scratch = *prepared->scratch;
-  const auto& confinement = prepared->confinement;
-  auto finish = [&](Verdict verdict, std::string summary) {
+  GradeInProgress(const GradeOptions& options_, PreparedGrade& prepared_, const Submission& submission,
+                  Clock::time_point start_)
+      : options(options_), prepared(prepared_), suite(prepared_.suite.get()), start(start_) {
+    const auto& exercise = prepared.exercise;
+    report.exercise = exercise.id;
+    report.title = exercise.title;
+    report.max_score = exercise.max_score();
+    report.submission = submission.path.string();
+    report.seed = options.seed ? *options.seed : default_seed(exercise.definition, submission.text);
+    report.device = prepared.target.device;
+    report.no_gpu = prepared.target.no_gpu;
+    report.sandbox = options.sandbox.describe();
+  }
+
+  GradeReport finish(Verdict verdict, std::string summary) {
     report.verdict = verdict;
     report.summary = std::move(summary);
-    report.assess_focus_points(exercise.focus_points);
+    report.assess_focus_points(prepared.exercise.focus_points);
     // A pass says what it did not show: those points are not met.
     if (verdict == Verdict::passed) {
       std::string unassessed;
@@ -266,224 +271,343 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
     }
     report.total_seconds = seconds_since(start);
     return report;
-  };
+  }
 
-  // Run every case in one child process; only its result channel counts.
-  auto requests = suite->plan(report.seed);
+  // The verdict of a compile that stops the grade before anything runs.
+  std::optional<GradeReport> after_compile(const CompileResult& compiled) {
+    const auto& exercise = prepared.exercise;
+    report.compile_seconds = compiled.seconds;
+    report.compile_cached = compiled.cached;
+    report.compile_ahead = compiled.ahead;
+    if (!compiled.ok) {
+      report.compiler_output = compiled.diagnostics;
+      // grader/prelude.h poisons the names of inline built-ins: naming one (to
+      // call it, or to rename it with a macro) is using it.
+      if (compiled.diagnostics.find("poisoned identifier") != std::string::npos &&
+          std::any_of(exercise.checks.begin(), exercise.checks.end(),
+                      [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
+        report.checks = {ResultBuilder(exercise).fail(
+            "no_builtins", "your code names a LibTorch built-in that does the exercise for you",
+            {first_line(compiled.diagnostics)})};
+        return finish(Verdict::forbidden,
+                      "Your code names a built-in that does the exercise for you (the compiler calls it a poisoned "
+                      "identifier, above); build it from basic operations (matmul, softmax, masked_fill, ...).");
+      }
+      return finish(Verdict::compile_error, "Your code does not compile; the compiler's messages are above.");
+    }
+
+    // Code that defines or calls the grader's own functions (grader/compile.cpp's
+    // judge rules) is never run: loaded with the driver, it could steer what
+    // the runner records.
+    if (!compiled.refuses_run.empty()) {
+      if (std::any_of(exercise.checks.begin(), exercise.checks.end(),
+                      [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
+        report.checks = {ResultBuilder(exercise).fail("no_builtins", compiled.refuses_run)};
+      }
+      return finish(Verdict::forbidden, "Forbidden, not run: " + compiled.refuses_run + ".");
+    }
+
+    if (compiled.shared_object != prepared.shared_object)
+      throw GraderFault("the compiled submission is at " + compiled.shared_object.string() + ", not " +
+                        prepared.shared_object.string());
+    return std::nullopt;
+  }
+
+  // The verdict of the runner's run of `requests`, ended as `outcome`.
+  GradeReport conclude(const CompileResult& compiled, const std::vector<wire::Record>& requests,
+                       const ChildOutcome& outcome, const std::optional<wire::Record>& speed_request) {
+    const auto& exercise = prepared.exercise;
+    const auto& run_limits = exercise.limits.run;
+    const auto& sandbox = options.sandbox;
+    report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
+    report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
+    if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
+      // The runner never reached the learner's code: whatever stopped it (limits
+      // too tight for LibTorch itself, a broken sandbox) is the grader's failure.
+      throw GraderFault("the runner did not start (" + outcome.describe_end() +
+                        (outcome.memory_exceeded ? ", killed at the memory limit: raise --memory-limit" : "") +
+                        "): " + first_line(outcome.stderr_text));
+    }
+    // Trusted counters first: the cgroup's, the parent's timer and byte counts.
+    auto number = [](double value) { return fmt::format("{:g}", value); };
+    if (outcome.memory_exceeded) {
+      return finish(Verdict::memory_limit, "Your code used more than the " + number(run_limits.memory_mb) +
+                                               " MB memory limit and was stopped: look for tensors kept alive in a "
+                                               "loop or far larger than the inputs.");
+    }
+    if (outcome.output_exceeded) {
+      return finish(Verdict::output_limit, "Your code printed more than the " + number(run_limits.output_kb) +
+                                               " KB output limit and was stopped: remove prints inside loops.");
+    }
+    if (outcome.timed_out) {
+      auto what =
+          outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time" : number(run_limits.seconds) + " s";
+      return finish(Verdict::timeout, "Your code was stopped after " + what +
+                                          ": look for an endless loop, a wait, or far too much work.");
+    }
+    if (sandbox.seccomp && outcome.term_signal == SIGSYS) {
+      return finish(
+          Verdict::forbidden,
+          "Your code made a system call the sandbox forbids (starting programs or processes, signalling "
+          "other processes, network, debugging other processes, namespaces); the exercise needs none of them.");
+    }
+    if (outcome.process_cap_hit) {
+      return finish(Verdict::runtime_error, "Your code tried to start more than " +
+                                                std::to_string(run_limits.processes) +
+                                                " processes or threads; the exercise needs none.");
+    }
+    std::vector<wire::Record> responses;
+    try {
+      if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
+      responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
+      // Text from learner code (exception messages) is shown, repeated per check: keep it short.
+      for (auto& response : responses) {
+        for (auto& [key, text] : response.strings) text = capped(text, kMaxLearnerText);
+      }
+    } catch (const wire::WireError& error) {
+      if (!outcome.exited_cleanly()) {
+        return finish(Verdict::runtime_error, "Your code crashed before the checks finished (" +
+                                                  outcome.describe_end() + "); see its output above.");
+      }
+      return finish(Verdict::runtime_error, "The program ended without delivering valid results (" +
+                                                std::string(error.what()) +
+                                                "): did your code exit early or write to the grader's channel?");
+    }
+    if (responses.size() == 1 && responses.front().strings.count("load_error")) {
+      // Learner code cannot remove files (the runner's filter): a compiled
+      // object gone missing is the grader's problem, whatever the loader says.
+      std::error_code error;
+      if (!fs::is_regular_file(compiled.shared_object, error)) {
+        throw GraderFault("the compiled submission " + compiled.shared_object.string() +
+                          " disappeared during the grade (was the scratch folder removed?)");
+      }
+      report.compiler_output = first_line(responses.front().strings.at("load_error")) + "\n";
+      return finish(Verdict::compile_error,
+                    "Your code compiled but could not be loaded: is a function declared but "
+                    "never defined?");
+    }
+    if (!outcome.exited_cleanly()) {
+      return finish(Verdict::runtime_error, "Your program did not end normally (" + outcome.describe_end() +
+                                                ") after the checks ran; every run must end cleanly.");
+    }
+    if (responses.size() != requests.size()) {
+      return finish(Verdict::runtime_error, "The program delivered " + std::to_string(responses.size()) +
+                                                " results for " + std::to_string(requests.size()) + " cases.");
+    }
+
+    JudgeInput input;
+    input.forbidden_symbols = compiled.forbidden_symbols;
+    input.seed = report.seed;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      auto id = requests[i].string("case");
+      if (responses[i].string_or("case", "") != id) {
+        return finish(Verdict::runtime_error, "The results came back out of order or tampered with.");
+      }
+      input.cases[id] = CaseRun{requests[i], responses[i]};
+    }
+    report.checks = suite->judge(input);
+    if (options.figures) {
+      try {
+        report.figures = suite->figures(input);
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& error) {
+        throw GraderFault("drawing the attention weights of " + exercise.id +
+                          " failed inside the grader: " + error.what());
+      }
+    }
+
+    // A built-in that does the exercise is not a wrong answer but a forbidden one.
+    for (const auto& check : report.checks) {
+      if (check.id == "no_builtins" && check.status == CheckStatus::failed) {
+        auto verdict = finish(Verdict::forbidden, "");
+        verdict.summary = "Forbidden: " + check.message;
+        return verdict;
+      }
+    }
+
+    size_t failed = 0, gpu_skipped = 0;
+    for (const auto& check : report.checks) {
+      const bool for_lack_of_gpu = check.status == CheckStatus::skipped && check.needs_gpu;
+      gpu_skipped += for_lack_of_gpu;
+      failed += check.status != CheckStatus::passed && !for_lack_of_gpu;
+    }
+    // A skipped check blocks a pass too: what was not assessed was not shown to
+    // work. Checks that need a GPU, on a grade without one, are the exception:
+    // the pass says they were not run.
+    if (failed == 0 && gpu_skipped == 0) {
+      auto passed = finish(Verdict::passed, "Every check passed.");
+      if (speed_request) {
+        passed.speed = time_forward(runner_spec(prepared, sandbox, {*speed_request}), exercise, *speed_request);
+        passed.total_seconds = seconds_since(start);
+      }
+      return passed;
+    }
+    if (failed == 0) {
+      return finish(Verdict::passed, "Every check that runs without a GPU passed; " + std::to_string(gpu_skipped) +
+                                         " GPU check(s) skipped: not GPU-verified (" + report.no_gpu + ").");
+    }
+    auto verdict = finish(Verdict::failed, "");
+    if (speed_request) verdict.speed.note = "not timed: the speed run follows a pass (timing wrong code says nothing)";
+    size_t missed = 0;
+    for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;
+    const auto first_skip = std::find_if(report.checks.begin(), report.checks.end(),
+                                         [](const CheckResult& c) { return c.status == CheckStatus::skipped; });
+    const bool none_failed = std::none_of(report.checks.begin(), report.checks.end(),
+                                          [](const CheckResult& c) { return c.status == CheckStatus::failed; });
+    if (missed > 0) {
+      verdict.summary =
+          std::to_string(missed) + " focus point(s) missed; read the explanations below, fix, and grade again.";
+    } else if (none_failed && first_skip != report.checks.end()) {
+      // Nothing failed, but too little ran to pass (a CUDA kernel without a
+      // GPU): not a pass, and not the learner's mistake either.
+      verdict.summary = fmt::format(
+          "Not assessed: {} check(s) could not run here ({}); nothing was found wrong with "
+          "your code, and nothing was shown to work.",
+          failed, first_skip->message);
+    } else if (!none_failed) {
+      verdict.summary =
+          "Some checks failed for a cause the grader could not tie to one focus point (below, with the "
+          "smallest configuration that fails); no focus point is reported missed.";
+    } else {
+      verdict.summary = "No focus point could be assessed; read the reasons below.";
+    }
+    // One error everywhere (the untouched starter, say) is the thing to say.
+    std::set<std::string> errors;
+    for (const auto& [id, run] : input.cases) {
+      errors.insert(run.error());
+      // An allocation refused (by the kernel or LibTorch's allocator) is running out of memory.
+      if (run.error().find("can't allocate memory") != std::string::npos || run.error() == "std::bad_alloc") {
+        verdict.verdict = Verdict::memory_limit;
+        verdict.summary = "Your code could not allocate the memory it asked for (" + first_line(run.error()) +
+                          "): look for tensors far larger than the inputs.";
+        return verdict;
+      }
+    }
+    if (errors.size() == 1 && !errors.begin()->empty()) {
+      verdict.summary = "Every case stopped with the same error from your code: " + first_line(*errors.begin());
+    }
+    return verdict;
+  }
+};
+
+// Whether a run of several grades' requests (grade_on_seeds) ended as a lone
+// grade's run does when nothing stops it: the runner started and ended
+// cleanly within its limits and delivered one result per request. Anything
+// else is graded again one grade at a time, so that each gets its own verdict.
+bool ran_through(const ChildOutcome& outcome, size_t requests, std::vector<wire::Record>& responses) {
+  if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) return false;
+  if (outcome.memory_exceeded || outcome.output_exceeded || outcome.timed_out || outcome.process_cap_hit ||
+      outcome.result_truncated || !outcome.exited_cleanly()) {
+    return false;
+  }
+  try {
+    responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
+  } catch (const wire::WireError&) {
+    return false;
+  }
+  return responses.size() == requests && !responses.front().strings.count("load_error");
+}
+
+}  // namespace
+
+GradeReport grade(const GradeOptions& options, Prepared prepared) {
+  auto start = Clock::now();
+  if (!prepared || !still_fits(*prepared, options)) {
+    prepared.reset();  // stopped before a new one starts
+    prepared = prepare_grade(options, false);
+  }
+  const auto& exercise = prepared->exercise;
+  Submission submission;
+  submission.path = prepared->submission;
+  submission.text = read_submission(submission.path);
+  GradeInProgress grading(options, *prepared, submission, start);
+
+  // Every case runs in one child process; only its result channel counts.
+  auto requests = prepared->suite->plan(grading.report.seed);
   // The speed run's request is planned now, so a `speed:` that does not fit
   // the signature is the exercise's error whatever the submission does.
   std::optional<wire::Record> speed_request;
-  if (target.on_gpu() && options.speed && !exercise.speed.sizes.empty())
-    speed_request = plan_speed(exercise, report.seed, target.device);
-  const auto& shared_object = prepared->shared_object;
+  if (prepared->target.on_gpu() && options.speed && !exercise.speed.sizes.empty())
+    speed_request = plan_speed(exercise, grading.report.seed, prepared->target.device);
 
-  // Compile.
-  auto compiled = compile_submission(toolchain, exercise, submission, scratch.path(),
+  auto compiled = compile_submission(prepared->toolchain, exercise, submission, prepared->scratch->path(),
                                      options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
-                                     sandbox, confinement, prepared->compile.get());
+                                     options.sandbox, prepared->confinement, prepared->compile.get());
   prepared->compile.reset();  // unused (a cached compile): stopped
-  report.compile_seconds = compiled.seconds;
-  report.compile_cached = compiled.cached;
-  report.compile_ahead = compiled.ahead;
-  if (!compiled.ok) {
-    report.compiler_output = compiled.diagnostics;
-    // grader/prelude.h poisons the names of inline built-ins: naming one (to
-    // call it, or to rename it with a macro) is using it.
-    if (compiled.diagnostics.find("poisoned identifier") != std::string::npos &&
-        std::any_of(exercise.checks.begin(), exercise.checks.end(),
-                    [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
-      report.checks = {ResultBuilder(exercise).fail(
-          "no_builtins", "your code names a LibTorch built-in that does the exercise for you",
-          {first_line(compiled.diagnostics)})};
-      return finish(Verdict::forbidden,
-                    "Your code names a built-in that does the exercise for you (the compiler calls it a poisoned "
-                    "identifier, above); build it from basic operations (matmul, softmax, masked_fill, ...).");
-    }
-    return finish(Verdict::compile_error, "Your code does not compile; the compiler's messages are above.");
-  }
+  if (auto stopped = grading.after_compile(compiled)) return *stopped;
 
-  // Code that defines or calls the grader's own functions (grader/compile.cpp's
-  // judge rules) is never run: loaded with the driver, it could steer what
-  // the runner records.
-  if (!compiled.refuses_run.empty()) {
-    if (std::any_of(exercise.checks.begin(), exercise.checks.end(),
-                    [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
-      report.checks = {ResultBuilder(exercise).fail("no_builtins", compiled.refuses_run)};
-    }
-    return finish(Verdict::forbidden, "Forbidden, not run: " + compiled.refuses_run + ".");
-  }
-
-  if (compiled.shared_object != shared_object)
-    throw GraderFault("the compiled submission is at " + compiled.shared_object.string() + ", not " +
-                      shared_object.string());
   auto run_start = Clock::now();
   auto outcome = prepared->runner->finish(wire::encode(requests));
-  report.run_seconds = seconds_since(run_start);
-  report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
-  report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
+  grading.report.run_seconds = seconds_since(run_start);
+  return grading.conclude(compiled, requests, outcome, speed_request);
+}
 
-  if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
-    // The runner never reached the learner's code: whatever stopped it (limits
-    // too tight for LibTorch itself, a broken sandbox) is the grader's failure.
-    throw GraderFault("the runner did not start (" + outcome.describe_end() +
-                      (outcome.memory_exceeded ? ", killed at the memory limit: raise --memory-limit" : "") +
-                      "): " + first_line(outcome.stderr_text));
+std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vector<uint64_t>& seeds) {
+  if (seeds.empty()) throw UsageError("--seeds: give at least one seed");
+  auto options = base;
+  options.speed = false;  // timing is informational, and a pass's alone
+  auto alone = [&options](uint64_t seed) {
+    auto one = options;
+    one.seed = seed;
+    return grade(one);
+  };
+  std::vector<GradeReport> reports;
+  if (seeds.size() == 1) {
+    reports.push_back(alone(seeds.front()));
+    return reports;
   }
-  // Trusted counters first: the cgroup's, the parent's timer and byte counts.
-  auto number = [](double value) { return fmt::format("{:g}", value); };
-  if (outcome.memory_exceeded) {
-    return finish(Verdict::memory_limit, "Your code used more than the " + number(run_limits.memory_mb) +
-                                             " MB memory limit and was stopped: look for tensors kept alive in a "
-                                             "loop or far larger than the inputs.");
+  auto start = Clock::now();
+  auto prepared = prepare(options, false, seeds.size());
+  const auto& exercise = prepared->exercise;
+  Submission submission;
+  submission.path = prepared->submission;
+  submission.text = read_submission(submission.path);
+  std::vector<GradeOptions> seeded(seeds.size(), options);
+  std::vector<std::unique_ptr<Suite>> suites;  // one each: a suite keeps what it judged last
+  std::vector<GradeInProgress> grades;
+  grades.reserve(seeds.size());
+  std::vector<std::vector<wire::Record>> requests;
+  std::vector<wire::Record> all;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    seeded[i].seed = seeds[i];
+    grades.emplace_back(seeded[i], *prepared, submission, start);
+    suites.push_back(make_suite(exercise));
+    suites.back()->set_target(prepared->target);
+    grades.back().suite = suites.back().get();
+    requests.push_back(suites.back()->plan(seeds[i]));
+    all.insert(all.end(), requests.back().begin(), requests.back().end());
   }
-  if (outcome.output_exceeded) {
-    return finish(Verdict::output_limit, "Your code printed more than the " + number(run_limits.output_kb) +
-                                             " KB output limit and was stopped: remove prints inside loops.");
+  auto compiled = compile_submission(prepared->toolchain, exercise, submission, prepared->scratch->path(),
+                                     options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
+                                     options.sandbox, prepared->confinement, nullptr);
+  std::vector<std::optional<GradeReport>> stopped;
+  for (auto& grading : grades) stopped.push_back(grading.after_compile(compiled));
+  if (stopped.front()) {
+    for (auto& report : stopped) reports.push_back(std::move(*report));
+    return reports;
   }
-  if (outcome.timed_out) {
-    auto what =
-        outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time" : number(run_limits.seconds) + " s";
-    return finish(Verdict::timeout,
-                  "Your code was stopped after " + what + ": look for an endless loop, a wait, or far too much work.");
-  }
-  if (sandbox.seccomp && outcome.term_signal == SIGSYS) {
-    return finish(Verdict::forbidden,
-                  "Your code made a system call the sandbox forbids (starting programs or processes, signalling "
-                  "other processes, network, debugging other processes, namespaces); the exercise needs none of them.");
-  }
-  if (outcome.process_cap_hit) {
-    return finish(Verdict::runtime_error, "Your code tried to start more than " + std::to_string(run_limits.processes) +
-                                              " processes or threads; the exercise needs none.");
-  }
+  auto run_start = Clock::now();
+  auto outcome = prepared->runner->finish(wire::encode(all));
+  const double run_seconds = seconds_since(run_start);
   std::vector<wire::Record> responses;
-  try {
-    if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
-    responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
-    // Text from learner code (exception messages) is shown, repeated per check: keep it short.
-    for (auto& response : responses) {
-      for (auto& [key, text] : response.strings) text = capped(text, kMaxLearnerText);
-    }
-  } catch (const wire::WireError& error) {
-    if (!outcome.exited_cleanly()) {
-      return finish(Verdict::runtime_error, "Your code crashed before the checks finished (" + outcome.describe_end() +
-                                                "); see its output above.");
-    }
-    return finish(Verdict::runtime_error, "The program ended without delivering valid results (" +
-                                              std::string(error.what()) +
-                                              "): did your code exit early or write to the grader's channel?");
+  if (!ran_through(outcome, all.size(), responses)) {
+    prepared.reset();  // its runner has ended; each grade starts its own
+    for (auto seed : seeds) reports.push_back(alone(seed));
+    return reports;
   }
-  if (responses.size() == 1 && responses.front().strings.count("load_error")) {
-    // Learner code cannot remove files (the runner's filter): a compiled
-    // object gone missing is the grader's problem, whatever the loader says.
-    std::error_code error;
-    if (!fs::is_regular_file(compiled.shared_object, error)) {
-      throw GraderFault("the compiled submission " + compiled.shared_object.string() +
-                        " disappeared during the grade (was the scratch folder removed?)");
-    }
-    report.compiler_output = first_line(responses.front().strings.at("load_error")) + "\n";
-    return finish(Verdict::compile_error,
-                  "Your code compiled but could not be loaded: is a function declared but "
-                  "never defined?");
+  // Each grade judges its own slice, as if its runner had run it alone.
+  size_t at = 0;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    auto part = outcome;
+    std::vector<wire::Record> slice(responses.begin() + static_cast<std::ptrdiff_t>(at),
+                                    responses.begin() + static_cast<std::ptrdiff_t>(at + requests[i].size()));
+    at += requests[i].size();
+    part.result = wire::kRunnerReady + wire::encode(slice);
+    grades[i].report.run_seconds = run_seconds / static_cast<double>(seeds.size());
+    reports.push_back(grades[i].conclude(compiled, requests[i], part, std::nullopt));
   }
-  if (!outcome.exited_cleanly()) {
-    return finish(Verdict::runtime_error, "Your program did not end normally (" + outcome.describe_end() +
-                                              ") after the checks ran; every run must end cleanly.");
-  }
-  if (responses.size() != requests.size()) {
-    return finish(Verdict::runtime_error, "The program delivered " + std::to_string(responses.size()) +
-                                              " results for " + std::to_string(requests.size()) + " cases.");
-  }
-
-  JudgeInput input;
-  input.forbidden_symbols = compiled.forbidden_symbols;
-  input.seed = report.seed;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    auto id = requests[i].string("case");
-    if (responses[i].string_or("case", "") != id) {
-      return finish(Verdict::runtime_error, "The results came back out of order or tampered with.");
-    }
-    input.cases[id] = CaseRun{requests[i], responses[i]};
-  }
-  report.checks = suite->judge(input);
-  if (options.figures) {
-    try {
-      report.figures = suite->figures(input);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& error) {
-      throw GraderFault("drawing the attention weights of " + exercise.id +
-                        " failed inside the grader: " + error.what());
-    }
-  }
-
-  // A built-in that does the exercise is not a wrong answer but a forbidden one.
-  for (const auto& check : report.checks) {
-    if (check.id == "no_builtins" && check.status == CheckStatus::failed) {
-      auto verdict = finish(Verdict::forbidden, "");
-      verdict.summary = "Forbidden: " + check.message;
-      return verdict;
-    }
-  }
-
-  size_t failed = 0, gpu_skipped = 0;
-  for (const auto& check : report.checks) {
-    const bool for_lack_of_gpu = check.status == CheckStatus::skipped && check.needs_gpu;
-    gpu_skipped += for_lack_of_gpu;
-    failed += check.status != CheckStatus::passed && !for_lack_of_gpu;
-  }
-  // A skipped check blocks a pass too: what was not assessed was not shown to
-  // work. Checks that need a GPU, on a grade without one, are the exception:
-  // the pass says they were not run.
-  if (failed == 0 && gpu_skipped == 0) {
-    auto passed = finish(Verdict::passed, "Every check passed.");
-    if (speed_request) {
-      passed.speed = time_forward(runner_spec(*prepared, sandbox, {*speed_request}), exercise, *speed_request);
-      passed.total_seconds = seconds_since(start);
-    }
-    return passed;
-  }
-  if (failed == 0) {
-    return finish(Verdict::passed, "Every check that runs without a GPU passed; " + std::to_string(gpu_skipped) +
-                                       " GPU check(s) skipped: not GPU-verified (" + report.no_gpu + ").");
-  }
-  auto verdict = finish(Verdict::failed, "");
-  if (speed_request) verdict.speed.note = "not timed: the speed run follows a pass (timing wrong code says nothing)";
-  size_t missed = 0;
-  for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;
-  const auto first_skip = std::find_if(report.checks.begin(), report.checks.end(),
-                                       [](const CheckResult& c) { return c.status == CheckStatus::skipped; });
-  const bool none_failed = std::none_of(report.checks.begin(), report.checks.end(),
-                                        [](const CheckResult& c) { return c.status == CheckStatus::failed; });
-  if (missed > 0) {
-    verdict.summary = std::to_string(missed) + " focus point(s) missed; read the explanations below, fix, and grade again.";
-  } else if (none_failed && first_skip != report.checks.end()) {
-    // Nothing failed, but too little ran to pass (a CUDA kernel without a
-    // GPU): not a pass, and not the learner's mistake either.
-    verdict.summary = fmt::format("Not assessed: {} check(s) could not run here ({}); nothing was found wrong with "
-                                  "your code, and nothing was shown to work.",
-                                  failed, first_skip->message);
-  } else if (!none_failed) {
-    verdict.summary = "Some checks failed for a cause the grader could not tie to one focus point (below, with the "
-                      "smallest configuration that fails); no focus point is reported missed.";
-  } else {
-    verdict.summary = "No focus point could be assessed; read the reasons below.";
-  }
-  // One error everywhere (the untouched starter, say) is the thing to say.
-  std::set<std::string> errors;
-  for (const auto& [id, run] : input.cases) {
-    errors.insert(run.error());
-    // An allocation refused (by the kernel or LibTorch's allocator) is running out of memory.
-    if (run.error().find("can't allocate memory") != std::string::npos || run.error() == "std::bad_alloc") {
-      verdict.verdict = Verdict::memory_limit;
-      verdict.summary = "Your code could not allocate the memory it asked for (" + first_line(run.error()) +
-                        "): look for tensors far larger than the inputs.";
-      return verdict;
-    }
-  }
-  if (errors.size() == 1 && !errors.begin()->empty()) {
-    verdict.summary = "Every case stopped with the same error from your code: " + first_line(*errors.begin());
-  }
-  return verdict;
+  return reports;
 }
 
 }  // namespace grader

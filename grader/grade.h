@@ -52,4 +52,14 @@ Prepared prepare_grade(const GradeOptions& options, bool compile_ahead);
 // prepared from changed since (the exercise, the build), and replaced otherwise.
 GradeReport grade(const GradeOptions& options, Prepared prepared = {});
 
+// One submission graded on each of `seeds` (options.seed is ignored), one
+// report per seed, each what grade() gives with that seed. The cases of every
+// seed run in one runner (LibTorch loads once; its time limits are the
+// exercise's times the number of seeds), each seed judged on its own; a run
+// that does not end cleanly with every result is graded again seed by seed,
+// each in its own runner. What differs from lone grades: a report's program
+// output is the whole run's, and a submission that keeps state between calls
+// carries it from one seed to the next. No speed run (informational).
+std::vector<GradeReport> grade_on_seeds(const GradeOptions& options, const std::vector<uint64_t>& seeds);
+
 }  // namespace grader

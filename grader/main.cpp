@@ -61,8 +61,9 @@ std::vector<fs::path> expand_submissions(const std::vector<std::string>& values)
 }
 
 struct BatchItem {
-  grader::ClassItem item;  // the student and exercise, and the file (empty: none)
-  std::string label;       // how the table names it
+  grader::ClassItem item;        // the student and exercise, and the file (empty: none)
+  std::string label;             // how the table names it
+  std::optional<uint64_t> seed;  // --seeds: the seed of this item's grade
   std::optional<grader::GradeReport> report;
   std::string error;  // a grader or usage error for this submission
   int exit_code = 0;
@@ -70,27 +71,54 @@ struct BatchItem {
 
 // Grades every item with `jobs` workers; each grade is its own set of child
 // processes, sandboxed like a single grade, so one cannot affect another.
-// An item without a submission is not graded.
+// An item without a submission is not graded. Items of one submission on
+// several seeds (--seeds, adjacent) are graded together (grade_on_seeds).
 void grade_batch(std::vector<BatchItem>& items, const grader::GradeOptions& base, int jobs) {
+  std::vector<std::pair<size_t, size_t>> groups;  // [first, last) of items graded together
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!groups.empty() && items[i].seed && items[i - 1].seed &&
+        items[i].item.submission == items[i - 1].item.submission &&
+        items[i].item.exercise == items[i - 1].item.exercise) {
+      groups.back().second = i + 1;
+    } else {
+      groups.emplace_back(i, i + 1);
+    }
+  }
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i = next++; i < items.size(); i = next++) {
-      if (items[i].item.submission.empty()) {
-        items[i].exit_code = grader::kExitNotPassed;
+    for (size_t g = next++; g < groups.size(); g = next++) {
+      const auto [first, last] = groups[g];
+      auto& head = items[first];
+      if (head.item.submission.empty()) {
+        head.exit_code = grader::kExitNotPassed;
         continue;
       }
       auto options = base;
-      options.exercise = items[i].item.exercise;
-      options.submission = items[i].item.submission;
+      options.exercise = head.item.exercise;
+      options.submission = head.item.submission;
       try {
-        items[i].report = grader::grade(options);
-        items[i].exit_code = grader::exit_code_for(items[i].report->verdict);
+        std::vector<grader::GradeReport> reports;
+        if (head.seed) {
+          std::vector<uint64_t> seeds;
+          for (size_t i = first; i < last; ++i) seeds.push_back(*items[i].seed);
+          reports = grader::grade_on_seeds(options, seeds);
+        } else {
+          reports.push_back(grader::grade(options));
+        }
+        for (size_t i = first; i < last; ++i) {
+          items[i].report = std::move(reports[i - first]);
+          items[i].exit_code = grader::exit_code_for(items[i].report->verdict);
+        }
       } catch (const grader::Error& error) {
-        items[i].error = error.what();
-        items[i].exit_code = error.exit_code();
+        for (size_t i = first; i < last; ++i) {
+          items[i].error = error.what();
+          items[i].exit_code = error.exit_code();
+        }
       } catch (const std::exception& error) {
-        items[i].error = std::string("internal error: ") + error.what();
-        items[i].exit_code = grader::kExitGraderFault;
+        for (size_t i = first; i < last; ++i) {
+          items[i].error = std::string("internal error: ") + error.what();
+          items[i].exit_code = grader::kExitGraderFault;
+        }
       }
     }
   };
@@ -233,14 +261,18 @@ struct ManyRequest {
   const std::string& format;
   // --output FORMAT=DIR: each submission's report in FORMAT, in DIR.
   std::vector<std::pair<std::string, fs::path>> outputs;
+  std::vector<uint64_t> seeds;  // --seeds: each submission on each (empty: once)
 };
 
-// A batch's report file of `submission` in `format`, inside `dir`.
-fs::path batch_output_file(const fs::path& dir, const fs::path& submission, const std::string& format) {
+// A batch's report file of `submission` in `format`, inside `dir`
+// (<stem>.seed-<N>.<ext> for the grade on one of --seeds).
+fs::path batch_output_file(const fs::path& dir, const fs::path& submission, const std::string& format,
+                           std::optional<uint64_t> seed = std::nullopt) {
   static const std::map<std::string, std::string> extensions = {
       {"text", ".txt"}, {"json", ".json"}, {"html", ".html"}, {"junit", ".xml"}};
   auto found = extensions.find(format);
-  return dir / (submission.stem().string() + (found != extensions.end() ? found->second : "." + format + ".json"));
+  auto stem = submission.stem().string() + (seed ? ".seed-" + std::to_string(*seed) : std::string());
+  return dir / (stem + (found != extensions.end() ? found->second : "." + format + ".json"));
 }
 
 // Each --output folder of a batch gets one file per submission, named after
@@ -280,6 +312,11 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
   const int jobs = request.jobs;
   if (class_mode && !request.outputs.empty()) {
     throw grader::UsageError("class: the reports go to --results; --output is for one grade or a batch");
+  }
+  if (!request.seeds.empty() && (class_mode || !results.empty() || !shard_text.empty())) {
+    throw grader::UsageError(
+        "--seeds grades submissions of one exercise on several seeds; not with class, "
+        "--results or --shard");
   }
   std::vector<grader::ClassItem> all;
   std::vector<grader::Exercise> exercises;
@@ -324,16 +361,22 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
   std::vector<BatchItem> items;
   for (auto& item : grader::shard_of(all, shard)) {
     auto label = class_mode ? item.student + " " + item.exercise : item.submission.filename().string();
-    items.push_back({std::move(item), std::move(label), std::nullopt, "", 0});
+    if (request.seeds.empty()) {
+      items.push_back({std::move(item), std::move(label), std::nullopt, std::nullopt, "", 0});
+      continue;
+    }
+    for (auto seed : request.seeds) {
+      items.push_back({item, label + " (seed " + std::to_string(seed) + ")", seed, std::nullopt, "", 0});
+    }
   }
   check_batch_outputs(request.outputs, files);
-  options.figures = std::any_of(request.outputs.begin(), request.outputs.end(),
-                                [](const auto& out) { return out.first == "html"; });
+  options.figures =
+      std::any_of(request.outputs.begin(), request.outputs.end(), [](const auto& out) { return out.first == "html"; });
   grade_batch(items, options, jobs);
   for (const auto& item : items) {
     if (item.item.submission.empty()) continue;
     for (const auto& [out_format, dir] : request.outputs) {
-      grader::write_report_file(batch_output_file(dir, item.item.submission, out_format),
+      grader::write_report_file(batch_output_file(dir, item.item.submission, out_format, item.seed),
                                 item_report(item, out_format));
     }
   }
@@ -397,6 +440,7 @@ static int run(int argc, char** argv) {
       "  grade EXERCISE --submission F   grade any file\n"
       "  grade EXERCISE --submission DIR --jobs N\n"
       "                                  grade many files in parallel: one table (or JSON array)\n"
+      "  grade EXERCISE --seeds 1,2,3    grade on several seeds: does a verdict depend on the inputs drawn?\n"
       "  grade class DIR --results OUT [--shard i/n|auto]\n"
       "                                  grade a class folder (one folder per student) into result files\n"
       "  grade merge OUT... --gradebook DIR\n"
@@ -415,6 +459,7 @@ static int run(int argc, char** argv) {
   std::string format = "text", color = "auto", sandbox_mode = "auto";
   int jobs = 1;
   uint64_t seed = 0;
+  std::vector<uint64_t> seeds;
   std::string root = ".", build = "build";
   app.add_option("EXERCISE", options.exercise,
                  "exercise id (see: grade list), or 'list', 'watch', 'hint', 'solution', 'reset', 'interview', "
@@ -460,6 +505,11 @@ static int run(int argc, char** argv) {
                  "FORMAT=FILE: also write the report in FORMAT to FILE (repeat it for several formats); in a "
                  "batch, FORMAT=FOLDER: one file per submission, named after it");
   auto* seed_option = app.add_option("--seed", seed, "replay the random inputs of an earlier grade");
+  app.add_option("--seeds", seeds,
+                 "S1,S2,...: grade each submission on each of these seeds, one report each (to see whether a "
+                 "verdict depends on the inputs drawn); the seeds of one submission share one runner")
+      ->delimiter(',')
+      ->excludes(seed_option);
   app.add_option("--color", color, "colour the text report (auto: on a terminal, unless NO_COLOR is set)")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--root", root, "the project folder (holds exercises/)");
@@ -579,7 +629,7 @@ static int run(int argc, char** argv) {
     }
     auto files = expand_submissions(submissions);
     bool batch =
-        class_mode || files.size() > 1 || !results.empty() || !shard_text.empty() ||
+        class_mode || files.size() > 1 || !results.empty() || !shard_text.empty() || !seeds.empty() ||
         std::any_of(submissions.begin(), submissions.end(), [](const std::string& s) { return fs::is_directory(s); });
     if (batch) {
       if (format != "text" && format != "json") {
@@ -589,7 +639,7 @@ static int run(int argc, char** argv) {
       }
       report_error = nullptr;  // its --output values are folders
       return grade_many(
-          {class_mode, paths, files, submissions, results, shard_text, class_exercises, jobs, format, files_out},
+          {class_mode, paths, files, submissions, results, shard_text, class_exercises, jobs, format, files_out, seeds},
           options);
     }
     if (!files.empty()) options.submission = files.front();
