@@ -392,8 +392,8 @@ namespace {
 struct SymbolRule {
   const char* pattern;
   const char* why;
-  bool exact;              // the whole (C) symbol name, not a part of it
-  bool refuses_run = false;  // the code is not run at all (it reaches into the grader itself)
+  bool exact;                // the whole (C) symbol name, not a part of it
+  bool refuses_run = false;  // the code is not run at all (it reaches into the grader itself, or past its measurements)
 };
 const SymbolRule kJudgeRules[] = {
     {"RecordFunction", "drives or switches off LibTorch's operator recording, which the grader relies on", false},
@@ -432,6 +432,47 @@ const SymbolRule kJudgeRules[] = {
     {"__libc_dlsym", "looks functions up by name at run time", true},
     {"__libc_dlopen_mode", "loads libraries at run time", true},
     {"_dl_sym", "looks functions up by name at run time", true},
+    // The dispatcher called by hand: an operator looked up by a name built at
+    // run time, or a boxed call or re-dispatch, is out of this list's sight
+    // and, for some entry points, out of the recording's.
+    {"10Dispatcher", "calls LibTorch's dispatcher by hand (operators by name, boxed calls)", false, true},
+    {"14OperatorHandle", "calls LibTorch's dispatcher by hand (operators by name, boxed calls)", false, true},
+    {"callBoxed", "calls LibTorch's dispatcher by hand (operators by name, boxed calls)", false, true},
+    {"redispatchBoxed", "calls LibTorch's dispatcher by hand (operators by name, boxed calls)", false, true},
+    {"findSchema", "calls LibTorch's dispatcher by hand (operators by name, boxed calls)", false, true},
+    {"14KernelFunction", "calls an operator's kernel by hand, bypassing the dispatcher", false, true},
+    {"13OperatorEntry", "calls an operator's kernel by hand, bypassing the dispatcher", false, true},
+    // LibTorch's thread-local state holds the recording's callbacks and the
+    // dispatcher's keys: replacing it hides operators from the recording.
+    {"ThreadLocalState", "replaces LibTorch's thread-local state, which holds the grader's operator recording", false,
+     true},
+    {"LocalDispatchKeySet", "edits the dispatcher's thread-local keys", false, true},
+    {"tls_local_dispatch_key_set", "edits the dispatcher's thread-local keys", false, true},
+    // The runner's result channel is a file descriptor: attention code has no
+    // business duplicating, replacing or reconfiguring descriptors.
+    {"dup", "duplicates or replaces file descriptors (the grader's result channel is one)", true, true},
+    {"dup2", "duplicates or replaces file descriptors (the grader's result channel is one)", true, true},
+    {"dup3", "duplicates or replaces file descriptors (the grader's result channel is one)", true, true},
+    {"fcntl", "reconfigures file descriptors (the grader's result channel is one)", true, true},
+    {"fcntl64", "reconfigures file descriptors (the grader's result channel is one)", true, true},
+    // The process's own ELF tables and memory, walked or patched by hand,
+    // reach functions without naming them to the linker.
+    {"getauxval", "walks the process's own program headers (ELF) at run time", true, true},
+    {"_DYNAMIC", "walks the process's own dynamic section (ELF) at run time", true, true},
+    {"__libc_stack_end", "walks the process's own start-up data at run time", true, true},
+    {"mprotect", "changes the protection of memory (to patch loaded code)", true, true},
+    {"syscall", "makes raw system calls, past the C library", true, true},
+};
+
+// Text in the compiled code (its string constants) that attention code has
+// no business holding, matched in the object's bytes after its ELF header.
+// (Not ELF's own magic number: a CUDA object embeds its kernels as ELF files.)
+struct TextRule {
+  const char* text;
+  const char* why;
+};
+const TextRule kTextRules[] = {
+    {"/proc", "reads the process's entries under /proc (its descriptors, memory map, command line)"},
 };
 
 // One symbol of `readelf --syms --wide` (no demangling):
@@ -503,6 +544,25 @@ SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exerc
     if (what == refusing) findings.refuses_run = findings.all.back();
   }
   return findings;
+}
+
+std::vector<std::string> forbidden_text_in(const std::string& object_bytes) {
+  std::vector<std::string> found;
+  const size_t header = std::min<size_t>(object_bytes.size(), 4);  // an ELF file starts with its own magic
+  for (const auto& rule : kTextRules) {
+    std::string text = rule.text;
+    auto at = object_bytes.find(text, header);
+    if (at == std::string::npos) continue;
+    // Shown: the printable run of text around the match (a string constant).
+    size_t begin = at, end = at + text.size();
+    auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
+    while (begin > header && printable(object_bytes[begin - 1]) && at - begin < 60) --begin;
+    while (end < object_bytes.size() && printable(object_bytes[end]) && end - at < 60) ++end;
+    auto shown = object_bytes.substr(begin, end - begin);
+    for (auto& c : shown) c = printable(c) ? c : '?';
+    found.push_back(std::string("your code ") + rule.why + " (text \"" + shown + "\")");
+  }
+  return found;
 }
 
 // Scanned by hand, line by line: the text is the learner's, up to 1 MB, and a
@@ -782,8 +842,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
       key_argv = ahead->argv();
       for (auto& arg : key_argv) arg = replace_all(arg, ahead->token(), "<token>");
     }
-    cache_entry = cache_dir / cache_key(toolchain, exercise, submission.text, key_argv, work_dir, pch,
-                                        driver->second, sandbox.describe(), use_ahead ? kAheadStub : "");
+    cache_entry = cache_dir / cache_key(toolchain, exercise, submission.text, key_argv, work_dir, pch, driver->second,
+                                        sandbox.describe(), use_ahead ? kAheadStub : "");
     std::error_code error;
     fs::create_directories(cache_dir, error);
     // Until this compile is done and stored. Another holder runs the same
@@ -795,9 +855,9 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     result.cached = !lock->waited();
     if (fs::is_directory(cache_entry) && fs::is_regular_file(cache_entry / kCachedErrors)) {
       fs::last_write_time(cache_entry, fs::file_time_type::clock::now(), error);  // recently used
-      result.diagnostics = trim_diagnostics(replace_all(read_file(cache_entry / kCachedErrors), "<scratch>",
-                                                        work_dir.string()),
-                                            source.string(), shown_as);
+      result.diagnostics =
+          trim_diagnostics(replace_all(read_file(cache_entry / kCachedErrors), "<scratch>", work_dir.string()),
+                           source.string(), shown_as);
       result.seconds = elapsed();
       return result;
     }
@@ -878,8 +938,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   // The submission may include LibTorch, the standard library and its
   // interface header; nothing else (this project's reference or solutions,
   // devices, /proc). Inside the sandbox most of these cannot even be found.
-  const auto compiled_files = result.ahead ? std::vector<fs::path>{source, ahead->stub(), ahead->pipe()}
-                                           : std::vector<fs::path>{source};
+  const auto compiled_files =
+      result.ahead ? std::vector<fs::path>{source, ahead->stub(), ahead->pipe()} : std::vector<fs::path>{source};
   const IncludePolicy includes(toolchain, exercise, pch);
   for (const auto& header : hit ? std::vector<std::string>() : depfile_headers(depfile, compiled_files)) {
     if (!includes.allows(header)) {
@@ -956,8 +1016,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
       // (a linker gone, the exercise's library missing are the grader's).
       auto checked = step.run(link_argv(work_dir / "control.so", fs::path()));
       if (!checked.exited_cleanly()) {
-        throw GraderFault("cannot link against " + driver->second.string() + " (" + checked.describe_end() + "): " +
-                          checked.stderr_text.substr(0, checked.stderr_text.find('\n')) +
+        throw GraderFault("cannot link against " + driver->second.string() + " (" + checked.describe_end() +
+                          "): " + checked.stderr_text.substr(0, checked.stderr_text.find('\n')) +
                           " (rebuild the grader: ./grade does it)");
       }
     }
@@ -979,9 +1039,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     // Whose fault? The same on the exercise's library (built by the grader) settles it.
     auto control = list_symbols(driver->second);
     if (!control.exited_cleanly()) {
-      throw GraderFault("cannot list symbols with " + toolchain.readelf +
-                        " (on the grader's own " + driver->second.filename().string() + ": " +
-                        control.describe_end() + ")");
+      throw GraderFault("cannot list symbols with " + toolchain.readelf + " (on the grader's own " +
+                        driver->second.filename().string() + ": " + control.describe_end() + ")");
     }
     auto reason = symbols.stdout_truncated
                       ? std::string("its symbol table is far too large")
@@ -995,6 +1054,16 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   auto findings = forbidden_symbols_in(symbols.stdout_text, exercise);
   result.forbidden_symbols = std::move(findings.all);
   result.refuses_run = std::move(findings.refuses_run);
+  {
+    std::ifstream in(object, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw GraderFault("cannot read the compiled submission " + object.string());
+    // Each of these reaches past the measurements: such code is not run.
+    for (auto& found : forbidden_text_in(bytes)) {
+      if (result.refuses_run.empty()) result.refuses_run = found;
+      result.forbidden_symbols.push_back(std::move(found));
+    }
+  }
   result.ok = true;
   result.seconds = elapsed();
   return result;

@@ -21,7 +21,7 @@ struct CompileResult {
   std::string diagnostics;  // the compiler's messages about the learner's file, trimmed
   std::filesystem::path shared_object;
   std::vector<std::string> forbidden_symbols;  // found in the compiled learner code
-  std::string refuses_run;  // one of them for which the code is not run at all, if any
+  std::string refuses_run;                     // one of them for which the code is not run at all, if any
   double seconds = 0;
   bool cached = false;  // the compiled code came from the cache (unchanged submission)
   bool ahead = false;   // compiled by an EarlyCompile (started before the source was known)
@@ -117,6 +117,10 @@ struct SymbolFindings {
   std::string refuses_run;
 };
 SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise);
+
+// What the compiled code's bytes (its string constants) show it doing that
+// attention code never does (reading /proc): one line each.
+std::vector<std::string> forbidden_text_in(const std::string& object_bytes);
 
 // Keeps the compiler's lines that help: errors and notes about the learner's
 // file, with the scratch path replaced by the path the learner knows.

@@ -302,7 +302,7 @@ struct GradeInProgress {
     if (!compiled.refuses_run.empty()) {
       if (std::any_of(exercise.checks.begin(), exercise.checks.end(),
                       [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
-        report.checks = {ResultBuilder(exercise).fail("no_builtins", compiled.refuses_run)};
+        report.checks = {ResultBuilder(exercise).fail("no_builtins", compiled.refuses_run, compiled.forbidden_symbols)};
       }
       return finish(Verdict::forbidden, "Forbidden, not run: " + compiled.refuses_run + ".");
     }
@@ -344,6 +344,19 @@ struct GradeInProgress {
           outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time" : number(run_limits.seconds) + " s";
       return finish(Verdict::timeout, "Your code was stopped after " + what +
                                           ": look for an endless loop, a wait, or far too much work.");
+    }
+    if (outcome.exit_code == wire::kExitChannelReplaced &&
+        outcome.stderr_text.find(wire::kChannelReplaced) != std::string::npos) {
+      std::vector<std::string> evidence = {wire::kChannelReplaced};
+      evidence.insert(evidence.end(), compiled.forbidden_symbols.begin(), compiled.forbidden_symbols.end());
+      if (std::any_of(exercise.checks.begin(), exercise.checks.end(),
+                      [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
+        report.checks = {ResultBuilder(exercise).fail(
+            "no_builtins", "your code replaced the grader's result channel (a file descriptor)", evidence)};
+      }
+      return finish(Verdict::forbidden,
+                    "Your code replaced the grader's result channel (a file descriptor of the process), so nothing it "
+                    "computed can be trusted; attention code never touches descriptors.");
     }
     if (sandbox.seccomp && outcome.term_signal == SIGSYS) {
       return finish(

@@ -69,6 +69,11 @@ inline at::ScalarType floating_dtype(const std::string& name) {
 
 // The runner writes this before any learner code is loaded, then one message.
 inline const std::string kRunnerReady = "RUNNER-READY\n";
+// The runner's last word when the descriptor of its result channel is no
+// longer the pipe it was given (learner code replaced it): this line on
+// standard error and exit status kExitChannelReplaced, nothing sent.
+inline const std::string kChannelReplaced = "grader-runner: the result channel was replaced";
+constexpr int kExitChannelReplaced = 75;
 
 std::string encode(const std::vector<Record>& records);
 // Every size in the message is checked against the bytes actually present.

@@ -74,6 +74,28 @@ std::string imported(const std::string& name) {
   return "    13: 0000000000000000     0 NOTYPE  GLOBAL DEFAULT  UND " + name + "\n";
 }
 
+// The compiled code's text: "/proc" in a string constant is found and shown;
+// ELF's magic number at the start of the object is not a finding.
+TEST(TextRules, ProcPathsInTheCompiledCodeAreFound) {
+  using namespace std::string_literals;
+  EXPECT_TRUE(forbidden_text_in("\x7f"
+                                "ELF\x02\x01 code and \0tensor\0"s)
+                  .empty());
+  EXPECT_TRUE(forbidden_text_in("").empty());
+  auto found = forbidden_text_in(
+      "\x7f"
+      "ELF\x02\x01\0\0/proc/self/maps\0libtorch_cpu.so\0"s);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found.front().find("/proc"), std::string::npos) << found.front();
+  EXPECT_NE(found.front().find("\"/proc/self/maps\""), std::string::npos) << found.front();
+  // Whatever surrounds it is shown printable.
+  auto raw = forbidden_text_in(
+      "\x7f"
+      "ELF\x01\x1b[31m/proc/1/cmdline\x1b"s);
+  ASSERT_EQ(raw.size(), 1u);
+  EXPECT_EQ(raw.front().find('\x1b'), std::string::npos) << raw.front();
+}
+
 TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   auto found = [](const std::string& table) { return forbidden_symbols_in(table, sdpa()).all; };
   // An honest submission: its own function (whose name echoes the exercise) and basic operators.
@@ -112,6 +134,22 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   // Flags beside the visibility (AArch64's variant calling convention) shift no column.
   one("     8: 0000000000000000     0 NOTYPE  GLOBAL DEFAULT [VARIANT_PCS]   UND dlsym\n", "looks functions up");
   one("     9: 0000000000000000     0 NOTYPE  GLOBAL DEFAULT [<other>: 88]   UND dlopen\n", "loads libraries");
+  // Reaching past the measurements: the dispatcher by hand, LibTorch's
+  // thread-local state, descriptors, the process's own ELF tables and memory.
+  one(imported("_ZN3c1010Dispatcher9singletonEv"), "dispatcher by hand");
+  one(imported("_ZNK3c1014OperatorHandle24callBoxedForDispatchKeyENS_11DispatchKeyERSt6vectorINS_6IValueESaIS3_EE"),
+      "dispatcher by hand");
+  one(imported("_ZN2at16ThreadLocalState19setThreadLocalStateERKS0_"), "thread-local state");
+  one(imported("dup2@GLIBC_2.2.5 (2)"), "file descriptors");
+  one(imported("fcntl64@GLIBC_2.28 (4)"), "file descriptors");
+  one(imported("getauxval@GLIBC_2.16 (5)"), "program headers");
+  one(imported("mprotect"), "protection of memory");
+  one(imported("syscall"), "raw system calls");
+  for (const char* name : {"dup2", "_ZN3c1010Dispatcher9singletonEv", "getauxval"}) {
+    EXPECT_NE(forbidden_symbols_in(imported(name), sdpa()).refuses_run, "") << name << " must not run";
+  }
+  // A learner's own C++ function named dup or fcntl is theirs (mangled, not the C library's).
+  EXPECT_TRUE(found(defined("_Z3dupi") + defined("_Z5fcntlv") + defined("_Z9my_dup2_xv")).empty());
   // Those refuse the run; a built-in does not (it is judged with the checks).
   EXPECT_NE(forbidden_symbols_in(defined("grader_run_case"), sdpa()).refuses_run.find("entry point"),
             std::string::npos);

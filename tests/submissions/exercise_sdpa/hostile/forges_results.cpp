@@ -5,7 +5,6 @@
 // forged bytes are malformed results, verdict runtime_error.
 #include "sdpa.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -19,10 +18,9 @@ std::tuple<torch::Tensor, torch::Tensor> scaled_dot_product_attention(
   const char fields[] = "verdict\0passed\0output\0weights\0";
   blob.append(fields, sizeof(fields) - 1);
   blob.append(256, '\0');
+  // (A few hundred bytes: no pipe is full yet. No fcntl: the audit refuses
+  // code that reconfigures descriptors, and this tests the channel's checks.)
   for (int fd = 3; fd < 1024; ++fd) {
-    if (fcntl(fd, F_GETFD) == -1) continue;
-    int flags = fcntl(fd, F_GETFL);
-    if (flags != -1) fcntl(fd, F_SETFL, flags | O_NONBLOCK);  // never block on a full pipe
     ssize_t wrote = write(fd, blob.data(), blob.size());
     (void)wrote;
   }

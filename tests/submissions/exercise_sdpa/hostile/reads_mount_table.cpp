@@ -4,6 +4,8 @@
 // printed in the report. The sandbox covers a hidden folder only where a
 // folder shown whole would show it, which it never does here: no such mount,
 // the correct result passes.
+// (The /proc paths are put together at run time, past the audit of the compiled
+// code's text, so that the sandbox itself is what this tests.)
 #include "sdpa.h"
 
 #include <cmath>
@@ -14,8 +16,15 @@
 
 namespace {
 
+// "/proc" put together at run time: the audit refuses the text "/proc" in
+// compiled code, and what this file tests is the sandbox behind it.
+std::string proc_root() {
+  volatile char last = 'c';
+  return std::string("/pro") + last;
+}
+
 void hunt() {
-  std::ifstream in("/proc/self/mountinfo");
+  std::ifstream in(proc_root() + "/self/mountinfo");
   std::string line, found;
   while (std::getline(in, line)) {
     // "<id> <parent> <dev> <root> <mount point> <options> ... - <type> <source> ..."
