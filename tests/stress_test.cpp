@@ -1,7 +1,10 @@
 // A batch of correct, wrong and hostile submissions graded two at a time,
 // twice: every verdict must equal the submission's label (which the corpus test
 // holds single grades to), and nothing may be left behind: no scratch folder,
-// no cgroup, no process. Runs alone (RUN_SERIAL), so what is left is its own.
+// no cgroup, no process, no System V or POSIX IPC object. Once in the default
+// sandbox and once with --sandbox off (what a machine without namespaces gets):
+// the attacks on neighbours and on the machine must fail in both. Runs alone
+// (RUN_SERIAL), so what is left is its own.
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
@@ -52,6 +55,19 @@ std::set<std::string> leftovers() {
       if (entry.path().filename().string().rfind("grader-", 0) == 0) found.insert(entry.path().string());
     }
   }
+  // IPC objects outlive a process without an IPC namespace: System V's by id, POSIX's by name.
+  for (const char* table : {"/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem"}) {
+    std::istringstream lines(read_text(table));
+    std::string line;
+    std::getline(lines, line);  // the heading
+    while (std::getline(lines, line)) {
+      if (line.find_first_not_of(' ') != std::string::npos)
+        found.insert(std::string(table) + ": " + line.substr(0, 80));
+    }
+  }
+  for (const char* dir : {"/dev/shm", "/dev/mqueue"}) {
+    for (const auto& entry : fs::directory_iterator(dir, error)) found.insert(entry.path().string());
+  }
   for (const auto& entry : fs::directory_iterator("/proc", error)) {
     auto pid = entry.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -73,7 +89,10 @@ struct Pick {
   std::string name;
 };
 
-TEST(Stress, BatchVerdictsEqualLabelsAndNothingIsLeft) {
+// The batch in one sandbox mode ("auto" or "off"): labels whose verdict needs
+// the sandbox are left out where it does not isolate (or is off).
+void stress_batch(const std::string& mode) {
+  const bool isolated = mode != "off" && sandbox_isolates();
   const std::string exercise = "exercise_sdpa";
   const fs::path corpus_dir = kRoot / "tests/submissions" / exercise;
   const std::vector<Pick> picks = {
@@ -92,8 +111,12 @@ TEST(Stress, BatchVerdictsEqualLabelsAndNothingIsLeft) {
       {"hostile", "fills_disk"},
       {"hostile", "overwrites_other_grades"},
       {"hostile", "deep_directory_chain"},
+      {"hostile", "creates_ipc_objects"},
+      {"hostile", "changes_modes_through_descriptors"},
+      {"hostile", "disturbs_neighbours"},
+      {"hostile", "replaces_result_channel_raw"},
   };
-  auto dir = fs::temp_directory_path() / ("grader-stress-" + std::to_string(::getpid()));
+  auto dir = fs::temp_directory_path() / ("grader-stress-" + mode + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::map<std::string, std::string> want;
@@ -104,7 +127,7 @@ TEST(Stress, BatchVerdictsEqualLabelsAndNothingIsLeft) {
     std::string verdict = "passed";
     if (pick.kind == "wrong" || pick.kind == "hostile") {
       auto label = YAML::LoadFile(from.parent_path() / (pick.name + ".expect.yaml"));
-      if (label["needs_sandbox"] && label["needs_sandbox"].as<bool>() && !sandbox_isolates()) continue;
+      if (label["needs_sandbox"] && label["needs_sandbox"].as<bool>() && !isolated) continue;
       verdict = label["verdict"].as<std::string>();
     }
     auto name = pick.kind + "_" + pick.name + ".cpp";
@@ -114,7 +137,7 @@ TEST(Stress, BatchVerdictsEqualLabelsAndNothingIsLeft) {
   auto before = leftovers();
   Entry folder{exercise, "stress", dir};
   auto extra = kHostileLimits;
-  extra.insert(extra.end(), {"--jobs", "2"});
+  extra.insert(extra.end(), {"--jobs", "2", "--sandbox", mode});
 
   // Round 1: the JSON array.
   auto first = run_grade(folder, extra);
@@ -147,5 +170,10 @@ TEST(Stress, BatchVerdictsEqualLabelsAndNothingIsLeft) {
   EXPECT_TRUE(left.empty()) << left.size() << " thing(s) outlived the batch:" << listed;
   fs::remove_all(dir);
 }
+
+TEST(Stress, BatchVerdictsEqualLabelsAndNothingIsLeft) { stress_batch("auto"); }
+
+// Without namespaces: the runner as nobody, its filter, not dumpable.
+TEST(Stress, WithoutTheSandboxToo) { stress_batch("off"); }
 
 }  // namespace
