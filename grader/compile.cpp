@@ -461,6 +461,21 @@ const SymbolRule kJudgeRules[] = {
     {"_DYNAMIC", "walks the process's own dynamic section (ELF) at run time", true, true},
     {"__libc_stack_end", "walks the process's own start-up data at run time", true, true},
     {"mprotect", "changes the protection of memory (to patch loaded code)", true, true},
+    // Memory the runner's accounting of malloc and its family would not see.
+    {"mmap", "maps memory by hand, past the grader's memory accounting", true, true},
+    {"mmap64", "maps memory by hand, past the grader's memory accounting", true, true},
+    {"mremap", "maps memory by hand, past the grader's memory accounting", true, true},
+    {"brk", "moves the heap's end by hand, past the grader's memory accounting", true, true},
+    {"sbrk", "moves the heap's end by hand, past the grader's memory accounting", true, true},
+    {"memfd_create", "maps memory by hand, past the grader's memory accounting", true, true},
+    {"__libc_malloc", "calls the C library's allocator by its inner name, past the grader's memory accounting", true,
+     true},
+    {"__libc_calloc", "calls the C library's allocator by its inner name, past the grader's memory accounting", true,
+     true},
+    {"__libc_realloc", "calls the C library's allocator by its inner name, past the grader's memory accounting", true,
+     true},
+    {"__libc_memalign", "calls the C library's allocator by its inner name, past the grader's memory accounting", true,
+     true},
     {"syscall", "makes raw system calls, past the C library", true, true},
 };
 

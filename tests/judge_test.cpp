@@ -145,6 +145,8 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   one(imported("getauxval@GLIBC_2.16 (5)"), "program headers");
   one(imported("mprotect"), "protection of memory");
   one(imported("syscall"), "raw system calls");
+  one(imported("mmap64@GLIBC_2.2.5 (2)"), "memory accounting");
+  one(imported("__libc_malloc@GLIBC_2.2.5 (2)"), "memory accounting");
   for (const char* name : {"dup2", "_ZN3c1010Dispatcher9singletonEv", "getauxval"}) {
     EXPECT_NE(forbidden_symbols_in(imported(name), sdpa()).refuses_run, "") << name << " must not run";
   }

@@ -46,9 +46,7 @@ class ForwardScope {
 };
 
 // The device a case runs on ("device" of the request; default the CPU).
-inline at::Device case_device(const wire::Record& request) {
-  return at::Device(request.string_or("device", "cpu"));
-}
+inline at::Device case_device(const wire::Record& request) { return at::Device(request.string_or("device", "cpu")); }
 
 }  // namespace grader::driver
 

@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 
 #include "op_recorder.h"
 #include "runner/driver_api.h"
+#include "runner/heap.h"
 #include "runner/seccomp.h"
 #include "wire.h"
 
@@ -69,6 +71,26 @@ void send(int fd, const std::vector<Record>& records) {
   close(fd);
 }
 
+// The size in memory of the writable segments of the loaded object `file`.
+int64_t writable_bytes_of(const char* file) {
+  struct Search {
+    std::string name;
+    int64_t bytes = 0;
+  } search{file, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& wanted = *static_cast<Search*>(data);
+        if (!info->dlpi_name || wanted.name != info->dlpi_name) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& header = info->dlpi_phdr[i];
+          if (header.p_type == PT_LOAD && (header.p_flags & PF_W)) wanted.bytes += static_cast<int64_t>(header.p_memsz);
+        }
+        return 1;
+      },
+      &search);
+  return search.bytes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,6 +125,7 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   at::set_num_interop_threads(1);
   grader::OpRecorder recorder;
+  recorder.on_scope(grader::heap::scope_entered, grader::heap::scope_left);
   // A grade on the GPU opens the GPU's device files (for writing, which the
   // filter refuses) and loads its libraries now, before the filter and before
   // any learner code: a GPU the runner cannot use is the grader's problem.
@@ -148,6 +171,10 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Memory the learner's object holds from its start: its writable segments
+  // (static arrays in .data and .bss are no heap allocation).
+  const int64_t static_bytes = writable_bytes_of(submission_file);
+
   // The name of the scope the driver opens around learner code, unknown to it
   // in advance (grader::driver::ForwardScope).
   const std::string marker = "grader::forward#" + std::to_string(entropy()) + std::to_string(entropy());
@@ -161,7 +188,10 @@ int main(int argc, char** argv) {
     // slow the learner's code and the baselines alike, and the fused baseline
     // is no operator of the learner's.
     const bool traced = request.string_or("kind", "") != "speed";
-    if (traced) recorder.start(marker);
+    if (traced) {
+      recorder.start(marker);
+      (void)grader::heap::take_growth();
+    }
     try {
       run_case(request, response);
     } catch (const c10::Error& error) {
@@ -179,6 +209,8 @@ int main(int argc, char** argv) {
       response.strings["device_events"] = events;
       response.strings["largest_output"] = recorder.largest_output();
       response.strings["scope_work"] = recorder.scope_work();
+      response.ints["heap_growth"] = grader::heap::take_growth();
+      response.ints["static_bytes"] = static_bytes;
       response.ints["recording_intact"] = recorder.intact() ? 1 : 0;
     }
     responses.push_back(std::move(response));

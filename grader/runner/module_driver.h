@@ -220,9 +220,8 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   if (request.string("kind") == "speed") {
     module->to(case_device(request), at::kFloat);
     module->eval();
-    return speed::time_forward(request, response, [&](const speed::Tensors& tensors) {
-      return tensors_of(forward(module, Inputs(tensors)));
-    });
+    return speed::time_forward(
+        request, response, [&](const speed::Tensors& tensors) { return tensors_of(forward(module, Inputs(tensors))); });
   }
   if (!prepare_module(request, response, module)) return;
   const bool want_grad = request.has_tensor("grad_output");

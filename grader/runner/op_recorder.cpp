@@ -75,15 +75,19 @@ struct ScopeWork {
   double macs = 0, elements = 0;
 };
 std::vector<ScopeWork> call_work;
+void (*scope_entered)() = nullptr;
+void (*scope_left)() = nullptr;
 
 const std::set<std::string>& view_ops() {
   static const std::set<std::string> names = {
-      "aten::view",      "aten::view_as",  "aten::reshape",  "aten::_reshape_alias", "aten::transpose",
-      "aten::permute",   "aten::narrow",   "aten::slice",    "aten::select",         "aten::unsqueeze",
-      "aten::squeeze",   "aten::expand",   "aten::expand_as", "aten::as_strided",    "aten::alias",
-      "aten::t",         "aten::contiguous", "aten::detach",  "aten::unflatten",      "aten::flatten",
-      "aten::chunk",     "aten::split",    "aten::unbind",   "aten::diagonal",       "aten::movedim",
-      "aten::swapaxes",  "aten::lift_fresh", "aten::split_with_sizes", "aten::unsafe_split"};
+      "aten::view",        "aten::view_as",    "aten::reshape",    "aten::_reshape_alias",
+      "aten::transpose",   "aten::permute",    "aten::narrow",     "aten::slice",
+      "aten::select",      "aten::unsqueeze",  "aten::squeeze",    "aten::expand",
+      "aten::expand_as",   "aten::as_strided", "aten::alias",      "aten::t",
+      "aten::contiguous",  "aten::detach",     "aten::unflatten",  "aten::flatten",
+      "aten::chunk",       "aten::split",      "aten::unbind",     "aten::diagonal",
+      "aten::movedim",     "aten::swapaxes",   "aten::lift_fresh", "aten::split_with_sizes",
+      "aten::unsafe_split"};
   return names;
 }
 
@@ -100,9 +104,10 @@ std::vector<at::Tensor> tensors_in(const Values& values) {
 // Multiply-adds of one matrix-product call, from the shapes of its factors.
 double product_macs(const std::string& op, const at::RecordFunction& fn) {
   static const std::set<std::string> products = {
-      "aten::mm",      "aten::addmm",    "aten::addmm_",  "aten::_addmm_activation", "aten::bmm",
-      "aten::baddbmm", "aten::baddbmm_", "aten::addbmm",  "aten::addbmm_",           "aten::mv",
-      "aten::addmv",   "aten::addmv_",   "aten::dot",     "aten::vdot"};
+      "aten::mm",      "aten::addmm",   "aten::addmm_",   "aten::_addmm_activation",
+      "aten::bmm",     "aten::baddbmm", "aten::baddbmm_", "aten::addbmm",
+      "aten::addbmm_", "aten::mv",      "aten::addmv",    "aten::addmv_",
+      "aten::dot",     "aten::vdot"};
   if (!products.count(op)) return 0;  // most calls: no tensors copied out
   const auto tensors = tensors_in(fn.inputs());
   auto dims_are = [&](size_t a, int64_t d) {
@@ -153,10 +158,11 @@ double new_elements(const std::string& op, const at::RecordFunction& fn) {
 
 const std::set<std::string>& factories() {
   static const std::set<std::string> names = {
-      "aten::ones",     "aten::zeros",       "aten::full",         "aten::empty",       "aten::empty_strided",
-      "aten::arange",   "aten::eye",         "aten::linspace",     "aten::logspace",    "aten::rand",
-      "aten::randn",    "aten::randint",     "aten::randperm",     "aten::tril_indices", "aten::triu_indices",
-      "aten::bartlett_window", "aten::hann_window"};
+      "aten::ones",          "aten::zeros",        "aten::full",         "aten::empty",
+      "aten::empty_strided", "aten::arange",       "aten::eye",          "aten::linspace",
+      "aten::logspace",      "aten::rand",         "aten::randn",        "aten::randint",
+      "aten::randperm",      "aten::tril_indices", "aten::triu_indices", "aten::bartlett_window",
+      "aten::hann_window"};
   return names;
 }
 
@@ -167,7 +173,7 @@ struct OpContext : at::ObserverContext {
   bool marker = false;
   bool watched = false;  // depth 0 inside the forward scope
   std::string op;
-  std::string origin;       // of a host-made input, if any
+  std::string origin;         // of a host-made input, if any
   bool other_tensor = false;  // a tensor input that is not host-made (the input's data)
   bool device_given = false;
 };
@@ -237,6 +243,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     in_forward = true;
     depth = 0;
     call_work.emplace_back();
+    if (scope_entered) scope_entered();
     return context;
   }
   ++counts[fn.name()];
@@ -258,6 +265,7 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* base) {
   std::lock_guard<std::mutex> lock(counts_mutex);
   if (context->marker) {
     in_forward = false;
+    if (scope_left) scope_left();
     return;
   }
   if (context->op.empty()) return;
@@ -322,6 +330,12 @@ std::string OpRecorder::scope_work() const {
             std::to_string(static_cast<int64_t>(work.elements));
   }
   return text;
+}
+
+void OpRecorder::on_scope(void (*entered)(), void (*left)()) {
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  scope_entered = entered;
+  scope_left = left;
 }
 
 bool OpRecorder::intact() const { return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks(); }

@@ -42,6 +42,9 @@ class OpRecorder {
   std::string scope_work() const;
   // False if learner code switched recording off or removed the callback.
   bool intact() const;
+  // Called as each entry into the forward scope begins and ends (the runner's
+  // heap accounting, grader/runner/heap.h); none by default.
+  void on_scope(void (*entered)(), void (*left)());
 };
 
 // The counts travel as integers of the case's response record, one per

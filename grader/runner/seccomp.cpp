@@ -100,16 +100,15 @@ std::string install_seccomp_filter() {
   refuse_writes(SCMP_SYS(openat), 2);
   failures += seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0) != 0;  // flags in memory
   for (const char* name :
-       {"creat",     "mkdir",    "mkdirat",   "mknod",       "mknodat",     "rmdir",   "unlink",    "unlinkat",
-        "rename",    "renameat", "renameat2", "link",        "linkat",      "symlink", "symlinkat", "truncate",
-        "chmod",     "fchmodat", "chown",     "lchown",      "fchownat",    "utime",   "utimes",    "utimensat",
-        "futimesat", "setxattr", "lsetxattr", "removexattr", "lremovexattr",
+       {"creat", "mkdir", "mkdirat", "mknod", "mknodat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
+        "renameat2", "link", "linkat", "symlink", "symlinkat", "truncate", "chmod", "fchmodat", "chown", "lchown",
+        "fchownat", "utime", "utimes", "utimensat", "futimesat", "setxattr", "lsetxattr", "removexattr", "lremovexattr",
         // The same through a descriptor (an open folder, a file opened for reading).
         "fchmod", "fchown", "fsetxattr", "fremovexattr",
         // System V and POSIX IPC: objects no scratch cleanup sees, outliving
         // the grade where there is no IPC namespace, and shared with others.
-        "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop",
-        "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"}) {
+        "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
+        "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"}) {
     int call = seccomp_syscall_resolve_name(name);
     if (call != __NR_SCMP_ERROR) failures += seccomp_rule_add(filter, refuse, call, 0) != 0;
   }

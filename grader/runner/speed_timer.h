@@ -230,10 +230,12 @@ inline void time_forward(const wire::Record& request, wire::Record& response, co
   at::globalContext().setAllowTF32CuBLAS(false);
   {
     auto from = at::randn({256 << 20}, options), to = at::empty_like(from);
-    const double ms = repeat(5, [](int) {}, [&] { to.copy_(from); });
+    const double ms = repeat(
+        5, [](int) {}, [&] { to.copy_(from); });
     response.reals["speed.copy_gb_s"] = 2.0 * bytes_of({from}) / (ms * 1e-3) / 1e9;
     auto a = at::randn({8192, 8192}, options), b = at::randn({8192, 8192}, options);
-    const double mm = repeat(3, [](int) {}, [&] { (void)at::matmul(a, b); });
+    const double mm = repeat(
+        3, [](int) {}, [&] { (void)at::matmul(a, b); });
     response.reals["speed.matmul_tflops"] = 2.0 * 8192.0 * 8192.0 * 8192.0 / (mm * 1e-3) / 1e12;
   }
 
@@ -296,8 +298,7 @@ inline void time_forward(const wire::Record& request, wire::Record& response, co
         auto expected = ours(TORCH_VERSION_MAJOR >= 2)[0];
         if (out[0].sizes() == expected.sizes()) {
           const double scale = std::max(expected.abs().max().item<double>(), 1e-30);
-          response.reals[key + "max_error"] =
-              (out[0].to(at::kFloat) - expected).abs().max().item<double>() / scale;
+          response.reals[key + "max_error"] = (out[0].to(at::kFloat) - expected).abs().max().item<double>() / scale;
         }
       }
       out.clear();

@@ -37,9 +37,8 @@ const std::map<std::string, Bend>& bends() {
 kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
   FlashVariant variant;
   for (const auto& mistake : mistakes) bends().at(mistake)(variant, static_cast<double>(data.dims.at("d")));
-  return {{"output", reference::flash_reference(data.inputs.at("query"), data.inputs.at("key"),
-                                                data.inputs.at("value"), data.dims.at("causal") != 0,
-                                                data.dims.at("block"), variant)}};
+  return {{"output", reference::flash_reference(data.inputs.at("query"), data.inputs.at("key"), data.inputs.at("value"),
+                                                data.dims.at("causal") != 0, data.dims.at("block"), variant)}};
 }
 
 std::string bytes_text(double bytes) {
@@ -97,8 +96,9 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
     if (run.threw()) return results.threw(spec.id, run);
     if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
     if (!run.recording_intact()) {
-      return results.fail(spec.id, "the operator trace was switched off during the call, so the memory used cannot be "
-                                   "measured: leave LibTorch's RecordFunction alone");
+      return results.fail(spec.id,
+                          "the operator trace was switched off during the call, so the memory used cannot be "
+                          "measured: leave LibTorch's RecordFunction alone");
     }
     auto largest = largest_of(run);
     if (!largest) return results.skip(spec.id, "not assessed: no tensor was made during the call on " + run.describe());
@@ -123,11 +123,32 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
       const double elements = std::max(largest->elements, largest->bytes / item);
       return results.fail(spec.id, memory_finding(elements, bh, nq, nk, dims.at("block")), evidence);
     }
-    passed += (passed.empty() ? "" : "; ") + fmt::format("{} on {}x{}", bytes_text(largest->bytes),
-                                                         dims.at("Nq"), dims.at("Nk"));
+    // The allocator's view: every byte in use at once during the call (the
+    // runner counts malloc and its family, and the code's static storage),
+    // whoever allocated it, a buffer wrapped with from_blob included.
+    const double held =
+        static_cast<double>(run.response.integer_or("heap_growth", 0) + run.response.integer_or("static_bytes", 0));
+    const double given = bh * item *
+                         (nq * dims.at("d") + nk * dims.at("d") + nk * dims.at("d_v") + 2 * nq * dims.at("d_v") +
+                          2 * nq * dims.at("block"));
+    const double held_allowed = std::max(given + 128.0 * 1024.0, full / 2);
+    evidence.push_back(fmt::format(
+        "{}: memory held at once during the call, counted at the allocator (LibTorch's tensors and your own "
+        "buffers alike, with your code's static storage): {}; allowed: {} (a copy of the inputs, the output twice, "
+        "two blocks of scores and 128 KiB, or half the full score matrix if that is more)",
+        run.describe(), bytes_text(held), bytes_text(held_allowed)));
+    if (held > held_allowed) {
+      return results.fail(spec.id,
+                          "your code holds as much memory at once as the (Nq, Nk) score matrix, or a large part of "
+                          "it, although no tensor LibTorch made is that large (a buffer of your own, wrapped "
+                          "block by block, counts too): keep one block of keys' scores at a time",
+                          evidence);
+    }
+    passed += (passed.empty() ? "" : "; ") + fmt::format("{} ({} held) on {}x{}", bytes_text(largest->bytes),
+                                                         bytes_text(held), dims.at("Nq"), dims.at("Nk"));
   }
-  return results.pass(spec.id, "the largest tensor made during the call: " + passed +
-                                   ", far below the full score matrix");
+  return results.pass(spec.id,
+                      "the largest tensor made during the call: " + passed + ", far below the full score matrix");
 }
 
 // With the causal mask, a query can meet a block whose keys are all hidden:
@@ -164,10 +185,9 @@ CheckResult hidden_blocks(const kit::Kit& kit, const CheckSpec& spec) {
       spec.id,
       "your output is NaN for queries from which a whole block of keys is hidden by the causal mask: that block's "
       "max is -inf and exp(-inf - (-inf)) is NaN. Skip such blocks, or subtract 0 where the max is -inf",
-      {"input: " + run.describe(),
-       fmt::format("queries with NaN: {}", fmt::join(rows, " ")),
-       fmt::format("queries with a block of {} keys wholly hidden (query i sees keys up to i + {}): {}", block,
-                   nk - nq, fmt::join(hidden, " "))});
+      {"input: " + run.describe(), fmt::format("queries with NaN: {}", fmt::join(rows, " ")),
+       fmt::format("queries with a block of {} keys wholly hidden (query i sees keys up to i + {}): {}", block, nk - nq,
+                   fmt::join(hidden, " "))});
 }
 
 }  // namespace

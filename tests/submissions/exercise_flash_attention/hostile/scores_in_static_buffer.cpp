@@ -1,0 +1,50 @@
+// Hostile: keeps the whole (Nq, Nk) score matrix, but in a static array of its
+// own (16 MiB in .bss, no allocation during the call), filled and read back one block at a time through
+// torch::from_blob views of the block's size, so that no tensor LibTorch makes
+// is larger than a block. Two passes over the stored scores: the row maxima
+// and sums first, then the weighted values. Correct results (on the CPU); the
+// memory it holds is that of exact attention.
+#include "flash_attention.h"
+
+#include <cmath>
+#include <limits>
+
+torch::Tensor flash_attention(const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
+                              bool causal, int64_t block_size) {
+  TORCH_CHECK(block_size > 0, "block_size must be positive");
+  const auto B = query.size(0), H = query.size(1), Nq = query.size(2), Nk = key.size(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+  TORCH_CHECK(query.is_cpu(), "this one keeps its scores in host memory");
+  const auto options = query.options();
+  const int64_t blocks = (Nk + block_size - 1) / block_size;
+  // Block b of every row lives at offset b * (B*H*Nq*block_size): a slab per block.
+  static unsigned char store[16 << 20];
+  TORCH_CHECK(blocks * B * H * Nq * block_size * query.element_size() <= static_cast<int64_t>(sizeof store),
+              "too large for the store");
+  auto slab = [&](int64_t b, int64_t count) {
+    return torch::from_blob(store + b * B * H * Nq * block_size * query.element_size(), {B, H, Nq, count},
+                            options);
+  };
+  const auto& q = query;
+  auto query_position = torch::arange(Nq, options.dtype(torch::kLong)).unsqueeze(1) + (Nk - Nq);
+  auto m = torch::full({B, H, Nq, 1}, -std::numeric_limits<double>::infinity(), options);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto begin = b * block_size, count = std::min(block_size, Nk - begin);
+    auto s = torch::matmul(q, key.narrow(2, begin, count).transpose(-2, -1)) * scale;
+    if (causal) {
+      auto key_position = torch::arange(begin, begin + count, query_position.options()).unsqueeze(0);
+      s = s.masked_fill(key_position > query_position, -std::numeric_limits<double>::infinity());
+    }
+    slab(b, count).copy_(s);
+    m = torch::maximum(m, std::get<0>(s.max(-1, true)));
+  }
+  auto l = torch::zeros_like(m);
+  auto out = torch::zeros({B, H, Nq, value.size(-1)}, options);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto begin = b * block_size, count = std::min(block_size, Nk - begin);
+    auto p = torch::exp(slab(b, count) - m);
+    l += p.sum(-1, true);
+    out += torch::matmul(p, value.narrow(2, begin, count));
+  }
+  return out / l;
+}
