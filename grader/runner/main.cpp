@@ -20,6 +20,7 @@
 #include <string>
 
 #include "op_recorder.h"
+#include "runner/blas_count.h"
 #include "runner/driver_api.h"
 #include "runner/heap.h"
 #include "runner/seccomp.h"
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
   at::set_num_interop_threads(1);
   grader::OpRecorder recorder;
   recorder.on_scope(grader::heap::scope_entered, grader::heap::scope_left);
+  recorder.count_computed(grader::blas::computed_macs);
   // A grade on the GPU opens the GPU's device files (for writing, which the
   // filter refuses) and loads its libraries now, before the filter and before
   // any learner code: a GPU the runner cannot use is the grader's problem.

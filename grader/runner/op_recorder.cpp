@@ -73,10 +73,12 @@ void note_size(const at::RecordFunction& fn, const std::string& op) {
 //   written as a broadcast multiply and a sum) shows here.
 struct ScopeWork {
   double macs = 0, elements = 0;
+  uint64_t computed_at_entry = 0, computed = 0;
 };
 std::vector<ScopeWork> call_work;
 void (*scope_entered)() = nullptr;
 void (*scope_left)() = nullptr;
+uint64_t (*computed_now)() = nullptr;
 
 const std::set<std::string>& view_ops() {
   static const std::set<std::string> names = {
@@ -243,6 +245,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     in_forward = true;
     depth = 0;
     call_work.emplace_back();
+    if (computed_now) call_work.back().computed_at_entry = computed_now();
     if (scope_entered) scope_entered();
     return context;
   }
@@ -266,6 +269,9 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* base) {
   if (context->marker) {
     in_forward = false;
     if (scope_left) scope_left();
+    if (computed_now && !call_work.empty()) {
+      call_work.back().computed = computed_now() - call_work.back().computed_at_entry;
+    }
     return;
   }
   if (context->op.empty()) return;
@@ -327,7 +333,7 @@ std::string OpRecorder::scope_work() const {
   std::string text;
   for (const auto& work : call_work) {
     text += (text.empty() ? "" : " ") + std::to_string(static_cast<int64_t>(work.macs)) + "/" +
-            std::to_string(static_cast<int64_t>(work.elements));
+            std::to_string(static_cast<int64_t>(work.elements)) + "/" + std::to_string(work.computed);
   }
   return text;
 }
@@ -336,6 +342,11 @@ void OpRecorder::on_scope(void (*entered)(), void (*left)()) {
   std::lock_guard<std::mutex> lock(counts_mutex);
   scope_entered = entered;
   scope_left = left;
+}
+
+void OpRecorder::count_computed(uint64_t (*now)()) {
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  computed_now = now;
 }
 
 bool OpRecorder::intact() const { return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks(); }

@@ -5,6 +5,7 @@
 // fixed device or read back to the host inside forward.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,16 +36,21 @@ class OpRecorder {
   // start(): "<bytes> <op> <size> <size> ...", empty when none.
   std::string largest_output() const;
   // The work of each entry into the forward scope since start(), in order, one
-  // "<macs>/<elements>" per learner call, space-separated: the multiply-adds of
-  // matrix products and convolutions (mm, addmm, bmm, baddbmm, addbmm, mv,
-  // dot, convolution, at any depth), and the elements of the new tensors the
-  // learner's own operator calls returned. Empty when none.
+  // "<macs>/<elements>/<computed>" per learner call, space-separated: the
+  // multiply-adds of matrix products and convolutions by operator name (mm,
+  // addmm, bmm, baddbmm, addbmm, mv, dot, convolution, at any depth), the
+  // elements of the new tensors the learner's own operator calls returned,
+  // and the multiply-adds the count_computed counter saw. Empty when none.
   std::string scope_work() const;
   // False if learner code switched recording off or removed the callback.
   bool intact() const;
   // Called as each entry into the forward scope begins and ends (the runner's
   // heap accounting, grader/runner/heap.h); none by default.
   void on_scope(void (*entered)(), void (*left)());
+  // A count of computed multiply-adds (grader/runner/blas_count.h): what it
+  // grows by during each entry into the forward scope is that call's third
+  // figure in scope_work(). None by default (0).
+  void count_computed(uint64_t (*now)());
 };
 
 // The counts travel as integers of the case's response record, one per

@@ -69,13 +69,13 @@ kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::stri
 
 // One call the driver made, as its response lists them.
 struct Call {
-  std::string label;                 // "previous", "reset", or "x <begin> <count>"
-  int64_t begin = 0, count = 0;      // the tokens of x it fed
+  std::string label;             // "previous", "reset", or "x <begin> <count>"
+  int64_t begin = 0, count = 0;  // the tokens of x it fed
   bool feeds_x = false;
   std::optional<std::vector<int64_t>> k, v;  // the cache's shapes after it; nothing: undefined
-  double macs = -1;                  // matrix-product multiply-adds inside it (-1: not recorded)
-  double elements = -1;              // elements of the new tensors its own operator calls returned
-  bool threw = false;                // the call threw after leaving the cache so
+  double macs = -1;                          // matrix-product multiply-adds inside it (-1: not recorded)
+  double elements = -1;                      // elements of the new tensors its own operator calls returned
+  bool threw = false;                        // the call threw after leaving the cache so
 };
 
 std::optional<std::vector<int64_t>> parse_shape(const std::string& text) {
@@ -100,7 +100,8 @@ std::vector<Call> calls_of(const CaseRun& run) {
     Call call;
     // A call that threw is noted with what it left in the cache, marked at the end.
     const std::string threw_mark = " threw";
-    if (line.size() > threw_mark.size() && line.compare(line.size() - threw_mark.size(), threw_mark.size(), threw_mark) == 0) {
+    if (line.size() > threw_mark.size() &&
+        line.compare(line.size() - threw_mark.size(), threw_mark.size(), threw_mark) == 0) {
       call.threw = true;
       line.resize(line.size() - threw_mark.size());
     }
@@ -118,7 +119,9 @@ std::vector<Call> calls_of(const CaseRun& run) {
   }
   // The work of each call, in the order the driver made them ("calls" lists
   // every call, including one that threw before its shapes were noted):
-  // "<macs>/<elements>" each.
+  // "<macs>/<elements>/<computed>" each. The multiply-adds are the larger of
+  // the count by operator name and the count of what BLAS computed (a product
+  // reached through an operator the names miss, at::_convolution say).
   std::istringstream labels(run.response.string_or("calls", "")), work(run.response.string_or("scope_work", ""));
   std::vector<std::string> call_labels;
   for (std::string label; std::getline(labels, label);) call_labels.push_back(label);
@@ -126,7 +129,10 @@ std::vector<Call> calls_of(const CaseRun& run) {
   for (std::string entry; work >> entry;) {
     const auto slash = entry.find('/');
     if (slash == std::string::npos) break;
-    measured.emplace_back(std::stod(entry.substr(0, slash)), std::stod(entry.substr(slash + 1)));
+    const auto second = entry.find('/', slash + 1);
+    const double named = std::stod(entry.substr(0, slash));
+    const double computed = second == std::string::npos ? 0 : std::stod(entry.substr(second + 1));
+    measured.emplace_back(std::max(named, computed), std::stod(entry.substr(slash + 1, second - slash - 1)));
   }
   for (size_t i = 0; i < calls.size() && i < measured.size() && i < call_labels.size(); ++i) {
     if (call_labels[i] != calls[i].label) break;
@@ -154,14 +160,16 @@ std::string wrong_cache(const std::string& name, const std::optional<std::vector
   const auto& g = *got;
   const bool layout = g.size() == 4 && g[0] == want[0] && g[1] == want[1] && g[3] == want[3];
   if (!layout) {
-    return fmt::format("{} is {}, not (B, H, tokens, head_dim) = {}: keep the cache as (B, H, tokens, head_dim), "
-                       "the keys after the head split",
-                       name, shape_string(g), shape_string(want));
+    return fmt::format(
+        "{} is {}, not (B, H, tokens, head_dim) = {}: keep the cache as (B, H, tokens, head_dim), "
+        "the keys after the head split",
+        name, shape_string(g), shape_string(want));
   }
   if (g[2] == fed_now && want[2] > fed_now) {
-    return fmt::format("{} holds only the {} token(s) of the last call, not all {} fed so far: the cache is replaced "
-                       "instead of extended; append with torch::cat({{cache, new}}, 2)",
-                       name, g[2], want[2]);
+    return fmt::format(
+        "{} holds only the {} token(s) of the last call, not all {} fed so far: the cache is replaced "
+        "instead of extended; append with torch::cat({{cache, new}}, 2)",
+        name, g[2], want[2]);
   }
   return fmt::format("{} holds {} tokens after {} were fed: each call must add exactly its own tokens", name, g[2],
                      want[2]);
@@ -216,11 +224,11 @@ CheckResult cache_reset(const kit::Kit& kit, const CheckSpec& spec) {
       };
       if (holds(call.k) || holds(call.v)) {
         return results.fail(spec.id,
-                             fmt::format("after reset_cache() the cache still holds tokens (k_cache {}, v_cache {}, "
-                                         "after a previous sequence of {}): set k_cache and v_cache to undefined "
-                                         "tensors (torch::Tensor()) so the next sequence starts empty",
-                                         shape_text(call.k), shape_text(call.v), previous),
-                             {"input: " + run.describe()});
+                            fmt::format("after reset_cache() the cache still holds tokens (k_cache {}, v_cache {}, "
+                                        "after a previous sequence of {}): set k_cache and v_cache to undefined "
+                                        "tensors (torch::Tensor()) so the next sequence starts empty",
+                                        shape_text(call.k), shape_text(call.v), previous),
+                            {"input: " + run.describe()});
       }
       return results.pass(spec.id, "after reset_cache() the cache was empty (k_cache " + shape_text(call.k) + ")");
     }
@@ -276,8 +284,8 @@ CheckResult cache_contents(const kit::Kit& kit, const CheckSpec& spec) {
     const auto& expected = keys_wanted ? cache.keys : cache.values;
     const auto& raw = cache.projected_keys;
     if (got->sizes() != expected.sizes()) {
-      return results.skip(spec.id, "not assessed: the final " + name + " is " + shape_string(got->sizes()) +
-                                       ", not " + shape_string(expected.sizes()) + " (see the cache's shape check)");
+      return results.skip(spec.id, "not assessed: the final " + name + " is " + shape_string(got->sizes()) + ", not " +
+                                       shape_string(expected.sizes()) + " (see the cache's shape check)");
     }
     const auto tolerance = kit.exercise().tolerance(run.request.string_or("dtype", "float64"));
     auto learner = got->to(at::kDouble);
@@ -380,9 +388,9 @@ CheckResult cache_contents(const kit::Kit& kit, const CheckSpec& spec) {
   }
   std::string list;
   for (const auto& p : passed) list += (list.empty() ? "" : ", ") + p;
-  return results.pass(spec.id, keys_wanted
-                                   ? "every cached key is its token's key rotated at the token's position (" + list + ")"
-                                   : "every cached value is its token's value, in order (" + list + ")");
+  return results.pass(spec.id,
+                      keys_wanted ? "every cached key is its token's key rotated at the token's position (" + list + ")"
+                                  : "every cached value is its token's value, in order (" + list + ")");
 }
 
 // The work of the one-token calls against the tokens cached before them.
@@ -397,8 +405,9 @@ CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& run = kit.input().at(spec.cases.at(0));
   if (auto result = unusable(kit, spec, run)) return *result;
   if (!run.recording_intact()) {
-    return results.fail(spec.id, "the operator trace was switched off during the calls, so their work cannot be "
-                                 "measured: leave LibTorch's RecordFunction alone");
+    return results.fail(spec.id,
+                        "the operator trace was switched off during the calls, so their work cannot be "
+                        "measured: leave LibTorch's RecordFunction alone");
   }
   const auto dims = kit.data_of(run).dims;
   const double batch = static_cast<double>(dims.at("B")), dim = static_cast<double>(dims.at("D"));
@@ -511,14 +520,16 @@ CheckResult query_positions(const kit::Kit& kit, const CheckSpec& spec) {
     if (!position) {
       return results.skip(spec.id, fmt::format("not assessed: token {}'s output matches the reference's with its "
                                                "query at no single position (so something else differs too; see "
-                                               "the other checks)", token));
+                                               "the other checks)",
+                                               token));
     }
     positions.push_back(*position);
     want.push_back(token);
   }
   if (positions == want) {
-    return results.pass(spec.id, "each query is turned at its own position in the sequence (measured from the "
-                                 "outputs, one token per call)");
+    return results.pass(spec.id,
+                        "each query is turned at its own position in the sequence (measured from the "
+                        "outputs, one token per call)");
   }
   const bool from_zero = std::all_of(positions.begin(), positions.end(), [](int64_t p) { return p == 0; });
   return results.fail(
