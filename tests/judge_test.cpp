@@ -76,6 +76,31 @@ std::string imported(const std::string& name) {
 
 // The compiled code's text: "/proc" in a string constant is found and shown;
 // ELF's magic number at the start of the object is not a finding.
+// Work the recording did not see: BLAS's count against the recorded products'.
+TEST(UnrecordedWork, MoreComputedThanRecordedIsFound) {
+  struct Row {
+    double recorded, computed;
+    bool found;
+  };
+  const Row rows[] = {
+      {0, 0, false},         // nothing computed
+      {1e6, 1e6, false},     // every product recorded
+      {1e6, 0, false},       // products LibTorch did in its own loops (no BLAS)
+      {1e6, 1.04e6, false},  // counts that round differently
+      {0, 4000, false},      // a few multiply-adds of slack
+      {1e6, 1.2e6, true},    // a fifth of the work unrecorded
+      {0, 2.1e6, true},      // the recording switched off around everything
+      {1.0e3, 5.0e4, true},  // small cases too
+  };
+  for (const auto& row : rows) {
+    auto finding = grader::unrecorded_work({row.recorded, row.computed});
+    EXPECT_EQ(finding.has_value(), row.found) << row.recorded << " recorded, " << row.computed << " computed";
+    if (finding) {
+      EXPECT_NE(finding->find("did not see"), std::string::npos) << *finding;
+    }
+  }
+}
+
 TEST(TextRules, ProcPathsInTheCompiledCodeAreFound) {
   using namespace std::string_literals;
   EXPECT_TRUE(forbidden_text_in("\x7f"

@@ -1,6 +1,7 @@
 #include "checks/check.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
@@ -127,8 +128,7 @@ Comparison compare(const at::Tensor& expected, const at::Tensor& got, const Tole
   // said only where there are such elements that differ.
   const auto numbers_differ = (bad & ~nan_want & ~nan_have).sum().item<int64_t>();
   if (numbers_differ > 0) {
-    out << "; max abs error " << format_number(max_error)
-        << (unexpected_nan > 0 ? " among the numbers" : "");
+    out << "; max abs error " << format_number(max_error) << (unexpected_nan > 0 ? " among the numbers" : "");
   }
   out << "; at " << index_string(worst, want.sizes()) << " expected "
       << format_number(want.flatten()[worst].item<double>()) << ", got "
@@ -154,6 +154,30 @@ std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& 
   return found->second;
 }
 
+ScopeMacs scope_macs(const CaseRun& run) {
+  ScopeMacs macs;
+  std::istringstream work(run.response.string_or("scope_work", ""));
+  for (std::string entry; work >> entry;) {
+    const auto first = entry.find('/');
+    if (first == std::string::npos) continue;
+    const auto second = entry.find('/', first + 1);
+    try {
+      macs.recorded += std::stod(entry.substr(0, first));
+      if (second != std::string::npos) macs.computed += std::stod(entry.substr(second + 1));
+    } catch (const std::exception&) {  // the runner's text: malformed is none
+    }
+  }
+  return macs;
+}
+
+std::optional<std::string> unrecorded_work(const ScopeMacs& macs) {
+  if (macs.computed <= macs.recorded * 1.05 + 4096) return std::nullopt;
+  return fmt::format(
+      "your code computed {:.0f} multiply-adds (counted where BLAS did them) of which the recorded operators account "
+      "for {:.0f}: work ran that LibTorch's operator recording did not see",
+      macs.computed, macs.recorded);
+}
+
 CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input) {
   const auto& exercise = results.exercise();
   std::set<std::string> found;
@@ -169,6 +193,8 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
     }
     // The runner's own probe found the recording switched off after the call.
     if (!run.recording_intact()) tampered = true;
+    // Or work was done while it was off: BLAS saw products no recorded operator made.
+    if (auto unseen = unrecorded_work(scope_macs(run))) found.insert(*unseen + " (" + run.describe() + ")");
     for (const auto& [op, count] : op_counts(run.response)) {
       for (const auto& pattern : exercise.forbidden_operators) {
         if (op.find(pattern) != std::string::npos) found.insert(op);

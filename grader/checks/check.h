@@ -30,15 +30,15 @@ struct CheckResult {
   // A failure two mistakes explain counts against the second's focus point too.
   std::vector<std::string> also_against;
   std::vector<std::string> also_mistakes;
-  bool threw = false;        // failed because the learner's code threw, no rule attributing the error
+  bool threw = false;  // failed because the learner's code threw, no rule attributing the error
   // false: failed, but no evidence ties the failure to its focus point (an unexplained difference or error,
   // or an effect of a cause found elsewhere): the points it covers are not established, none is missed.
   bool blames_focus = true;
-  std::string explained_by;  // the measuring check whose finding explains this failure, if one does
-  bool needs_gpu = false;    // skipped only because the grade ran without a GPU: does not block a pass
+  std::string explained_by;      // the measuring check whose finding explains this failure, if one does
+  bool needs_gpu = false;        // skipped only because the grade ran without a GPU: does not block a pass
   bool partly_assessed = false;  // passed, but some of its cases could not run here: its focus point is not met
-  double weight = 1;         // the check's share of the score (exercise.yaml)
-  std::string title;         // the check's title (exercise.yaml)
+  double weight = 1;             // the check's share of the score (exercise.yaml)
+  std::string title;             // the check's title (exercise.yaml)
 };
 
 // One case as planned by the parent and answered by the child.
@@ -145,6 +145,18 @@ std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& 
 
 // The shared no_builtins check: operators that ran and symbols compiled in.
 CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& input);
+
+// A case's multiply-adds inside the forward scope (the runner's scope_work):
+// by the recorded products' shapes, and as counted where BLAS computed them.
+struct ScopeMacs {
+  double recorded = 0, computed = 0;
+};
+ScopeMacs scope_macs(const CaseRun& run);
+
+// Work the operator recording did not see: BLAS computed more multiply-adds
+// than the recorded products account for (5% and 4096 of slack for counts
+// that round differently). The finding, or nothing.
+std::optional<std::string> unrecorded_work(const ScopeMacs& macs);
 
 std::string shape_string(at::IntArrayRef sizes);
 

@@ -135,7 +135,9 @@ double product_macs(const std::string& op, const at::RecordFunction& fn) {
 // Multiply-adds of a convolution, known once its output is: each output
 // element is a dot product over one filter (weight numel / out_channels).
 double convolution_macs(const std::string& op, const at::RecordFunction& fn) {
-  if (op != "aten::convolution") return 0;
+  // Every convolution comes down to aten::_convolution (conv1d, conv2d,
+  // convolution, or a direct call): counted there, once.
+  if (op != "aten::_convolution") return 0;
   const auto out = tensors_in(fn.outputs()), in = tensors_in(fn.inputs());
   if (out.empty() || in.size() < 2 || in[1].dim() < 1 || in[1].size(0) == 0) return 0;
   return static_cast<double>(out[0].numel()) * static_cast<double>(in[1].numel() / in[1].size(0));
