@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -42,8 +42,10 @@ Switch recording = nullptr;
 Fused fused = nullptr;
 
 void find_entries() {
-  std::ifstream file("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::ifstream file("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", std::ios::binary | std::ios::ate);
+  std::string bytes(static_cast<size_t>(std::max<std::streamoff>(0, file.tellg())), '\0');
+  file.seekg(0);
+  file.read(&bytes[0], static_cast<std::streamsize>(bytes.size()));
   if (bytes.size() < 64) return;
   uint64_t section_offset;
   uint16_t section_count;
