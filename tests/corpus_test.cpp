@@ -13,7 +13,9 @@
 //                                                 must_not_create: files that must not
 //                                                 exist afterwards; no_process_named: a
 //                                                 process name nothing may leave running;
-//                                                 report_lacks: strings no report may hold
+//                                                 report_lacks: strings no report may hold;
+//                                                 without_sandbox: same: the same verdict
+//                                                 and missed set with --sandbox off
 //   solutions/<exercise>/*.cpp                    the model answers must pass
 //   exercises/<exercise>/<learner file>           the starter must fail, clearly
 //
@@ -101,12 +103,13 @@ void expect_without_gpu(const Entry& entry, const YAML::Node& expect, const Grad
     std::set<std::string> labelled;
     for (const auto& point : block["missed"]) labelled.insert(point.as<std::string>());
     EXPECT_EQ(focus_points_with(graded.report, "missed"), labelled)
-        << "the missed focus points must be exactly the label's\n" << describe(graded);
+        << "the missed focus points must be exactly the label's\n"
+        << describe(graded);
     return;
   }
   EXPECT_EQ(verdict, "failed") << describe(graded);
-  EXPECT_TRUE(focus_points_with(graded.report, "missed").empty())
-      << "a kernel that never ran misses no focus point\n" << describe(graded);
+  EXPECT_TRUE(focus_points_with(graded.report, "missed").empty()) << "a kernel that never ran misses no focus point\n"
+                                                                  << describe(graded);
   ASSERT_FALSE(graded.report["checks"].empty()) << describe(graded);
   for (const auto& check : graded.report["checks"]) {
     const auto id = check.value("id", ""), status = check.value("status", ""), message = check.value("message", "");
@@ -308,9 +311,9 @@ TEST_P(Corpus, GradesAsLabelled) {
     size_t shown_met = 0;
     for (const auto& focus : graded.report["focus_points"]) {
       const bool met = focus.value("status", "") == "met";
-      EXPECT_FALSE(met && not_here.count(focus.value("id", ""))) << focus.value("id", "")
-                                                                   << ": not assessed here, shown as met\n"
-                                                                   << describe(graded);
+      EXPECT_FALSE(met && not_here.count(focus.value("id", "")))
+          << focus.value("id", "") << ": not assessed here, shown as met\n"
+          << describe(graded);
       shown_met += met && not_here.count(focus.value("id", ""));
     }
     std::ofstream(results_dir / ".unassessed_met", std::ios::app) << shown_met << "\n";
@@ -325,8 +328,9 @@ TEST_P(Corpus, GradesAsLabelled) {
 
   // A CUDA exercise's labels hold on a GPU; elsewhere, what can be said.
   {
-    const auto learner = YAML::LoadFile((kRoot / "exercises" / entry.exercise / "exercise.yaml").string())
-                             ["learner_files"][0].as<std::string>();
+    const auto learner =
+        YAML::LoadFile((kRoot / "exercises" / entry.exercise / "exercise.yaml").string())["learner_files"][0]
+            .as<std::string>();
     if (fs::path(learner).extension() == ".cu" && !graded.report.value("gpu_verified", false)) {
       expect_without_gpu(entry, expect, graded);
       return;
@@ -426,11 +430,23 @@ TEST_P(Corpus, GradesAsLabelled) {
     }
     EXPECT_TRUE(said) << "a failed check must say \"" << words << "\"\n" << describe(graded);
   }
+  // "without_sandbox: same": the verdict and missed set hold with --sandbox
+  // off too (where a machine without namespaces falls back to): what stops
+  // the attack is not the sandbox but the audit, the runner or the checks.
+  if (expect["without_sandbox"] && expect["without_sandbox"].as<std::string>() == "same") {
+    auto off = extra;
+    off.insert(off.end(), {"--sandbox", "off"});
+    const auto unsandboxed = run_grade(entry, off);
+    EXPECT_EQ(unsandboxed.report.value("verdict", ""), want_verdict) << "with --sandbox off\n" << describe(unsandboxed);
+    EXPECT_EQ(focus_points_with(unsandboxed.report, "missed"), missed) << "with --sandbox off\n"
+                                                                       << describe(unsandboxed);
+  }
   // "report_lacks": strings the JSON report must not hold anywhere (what the
   // sandbox hides, had it leaked into an error or an output).
   for (const auto& word : expect["report_lacks"]) {
     EXPECT_EQ(graded.raw.find(word.as<std::string>()), std::string::npos)
-        << "the report holds \"" << word.as<std::string>() << "\"\n" << describe(graded).substr(0, 3000);
+        << "the report holds \"" << word.as<std::string>() << "\"\n"
+        << describe(graded).substr(0, 3000);
   }
   // Learner text is capped: a report stays small whatever the code printed or threw.
   if (expect["max_report_bytes"]) {
