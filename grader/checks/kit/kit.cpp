@@ -21,15 +21,17 @@
 namespace grader::kit {
 namespace {
 
-const std::set<std::string> kKinds = {
-    "parameters",  "rejects",    "shapes",      "numerics",        "gradients",      "deterministic",  "masked_values",
-    "work_growth", "dependence", "no_builtins", "attention_scale", "attention_axis", "attention_mask", "refuses",
-    "dropouts",    "dropout_in_training", "dropout_sites", "device_placement", "gpu_execution"};
+const std::set<std::string> kKinds = {"parameters",     "rejects",          "shapes",          "numerics",
+                                      "gradients",      "deterministic",    "masked_values",   "work_growth",
+                                      "dependence",     "no_builtins",      "attention_scale", "attention_axis",
+                                      "attention_mask", "refuses",          "dropouts",        "dropout_in_training",
+                                      "dropout_sites",  "device_placement", "gpu_execution"};
 
 }  // namespace
 
 std::optional<std::string> device_mismatch(const std::string& error) {
-  if (error.find("same device") == std::string::npos && error.find("Expected object of device type") == std::string::npos)
+  if (error.find("same device") == std::string::npos &&
+      error.find("Expected object of device type") == std::string::npos)
     return std::nullopt;
   std::string op = "an operator";
   auto method = error.find("in method ");
@@ -115,7 +117,8 @@ std::string mask_text(const CaseSpec& spec, const TensorSpec& input) {
   const auto kind = spec.trait("mask", "none");
   const auto dtype = spec.trait("mask_dtype", "bool");
   if (kind == "none") return "no mask";
-  if (kind == "padding") return std::string("padding mask ") + (input.shape.size() == 2 ? "(B, N) " : "(B, 1, 1, Nk) ") + dtype;
+  if (kind == "padding")
+    return std::string("padding mask ") + (input.shape.size() == 2 ? "(B, N) " : "(B, 1, 1, Nk) ") + dtype;
   if (kind == "causal") return "causal mask (Nq, Nk) " + dtype;
   if (kind == "per_head") return "per-head mask (B, H, Nq, Nk) " + dtype;
   return "mask (B, 1, Nq, Nk) " + dtype;
@@ -188,8 +191,8 @@ double evaluate(const std::string& expression, const Dims& dims) {
       return value;
     }
     const size_t start = at;
-    while (at < expression.size() && (std::isalnum(static_cast<unsigned char>(expression[at])) ||
-                                      expression[at] == '_' || expression[at] == '.'))
+    while (at < expression.size() &&
+           (std::isalnum(static_cast<unsigned char>(expression[at])) || expression[at] == '_' || expression[at] == '.'))
       ++at;
     const auto token = expression.substr(start, at - start);
     if (token.empty()) return fail("expected a number or a dimension at position " + std::to_string(start));
@@ -681,6 +684,13 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
         for (const auto& why : lacking) result.message += " (not assessed on this machine: " + why + ")";
         result.partly_assessed = !lacking.empty();
       }
+      // A failure whose cause was put on another focus point (a diagnosed
+      // mistake of that point) still leaves its own point unshown: covered,
+      // so it is not established, never met on its other checks' passes.
+      if (result.status == CheckStatus::failed && !spec.focus_point.empty() && result.focus_point != spec.focus_point &&
+          std::find(result.covers.begin(), result.covers.end(), spec.focus_point) == result.covers.end()) {
+        result.covers.push_back(spec.focus_point);
+      }
       result.id = spec.id;
       result.weight = spec.weight;
       result.title = spec.title;
@@ -710,8 +720,7 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   return out;
 }
 
-Kit::RoundingMeasure Kit::measure_rounding(const CaseRun& run, const Tensors& reference,
-                                           const Tensors& learner) const {
+Kit::RoundingMeasure Kit::measure_rounding(const CaseRun& run, const Tensors& reference, const Tensors& learner) const {
   RoundingMeasure measure;
   for (const auto& [name, want] : reference) {
     if (auto got = learner.find(name); got != learner.end() && got->second.sizes() == want.sizes())
@@ -742,8 +751,8 @@ std::optional<std::string> Kit::misshapen_output() const {
       if (!tensor) continue;
       const auto want = shape_of(output, spec.dims);
       if (tensor->sizes() != at::IntArrayRef(want)) {
-        return "your output '" + output.name + "' has shape " + shape_string(tensor->sizes()) + " on " + run.describe() +
-               ", expected " + shape_string(want) + " (see the shape checks)";
+        return "your output '" + output.name + "' has shape " + shape_string(tensor->sizes()) + " on " +
+               run.describe() + ", expected " + shape_string(want) + " (see the shape checks)";
       }
     }
   }
@@ -1011,7 +1020,8 @@ std::vector<std::string> case_differences(const CaseSpec& from, const CaseSpec& 
 }
 
 std::optional<std::string> Kit::nearest_passing(const std::string& failing_id) const {
-  const auto failing = std::find_if(cases_.begin(), cases_.end(), [&](const CaseSpec& c) { return c.id == failing_id; });
+  const auto failing =
+      std::find_if(cases_.begin(), cases_.end(), [&](const CaseSpec& c) { return c.id == failing_id; });
   if (failing == cases_.end()) return std::nullopt;
   std::optional<std::string> best;
   size_t fewest = 0;
@@ -1103,9 +1113,9 @@ const CheckResult& Kit::measured(const CheckSpec& spec) const {
   if (found != measured_.end()) return found->second;
   CheckResult result = measurements_.count(spec.kind)   ? custom_.at(spec.kind)(*this, spec)
                        : spec.kind == "attention_scale" ? attention_scale(spec)
-                       : spec.kind == "attention_axis" ? attention_axis(spec)
-                       : spec.kind == "attention_mask" ? attention_mask(spec)
-                                                       : dependence(spec);
+                       : spec.kind == "attention_axis"  ? attention_axis(spec)
+                       : spec.kind == "attention_mask"  ? attention_mask(spec)
+                                                        : dependence(spec);
   return measured_.emplace(spec.id, std::move(result)).first->second;
 }
 
@@ -1225,15 +1235,19 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
   if (!exercise_.signature.parameters.empty() && !unloaded.empty()) {
     std::string constructor;
     for (const auto& [name, value] : run.request.ints) {
-      if (name.rfind("ctor.", 0) == 0) constructor += (constructor.empty() ? "" : ", ") + name.substr(5) + " = " + std::to_string(value);
+      if (name.rfind("ctor.", 0) == 0)
+        constructor += (constructor.empty() ? "" : ", ") + name.substr(5) + " = " + std::to_string(value);
     }
     std::string list;
     for (size_t i = 0; i < unloaded.size() && i < 4; ++i) list += (i ? ", " : "") + unloaded[i];
     if (unloaded.size() > 4) list += fmt::format(" and {} more", unloaded.size() - 4);
     auto result = results_.fail(check,
-                                "constructed with " + constructor + ", your module registers parameters the statement "
-                                "does not have for these arguments (" + list + "): the grader cannot load them, so "
-                                "they keep random values; does the constructor use every argument?",
+                                "constructed with " + constructor +
+                                    ", your module registers parameters the statement "
+                                    "does not have for these arguments (" +
+                                    list +
+                                    "): the grader cannot load them, so "
+                                    "they keep random values; does the constructor use every argument?",
                                 evidence);
     for (const auto& spec : exercise_.checks) {
       if (spec.kind == "parameters") result.focus_point = spec.focus_point;
@@ -1312,9 +1326,10 @@ std::optional<CheckResult> Kit::localise(const std::string& check, std::vector<s
     const auto where = spec->option("at." + site, site + "'s place");
     auto result = results_.fail(
         check,
-        "the difference lies in what " + site + " drops, " + where + ": with it dropped (" + site + " at p = 1 in "
-        "training mode, the other Dropouts at 0) your results match the reference's, so the rest is right on this "
-        "input; what differs there is no mistake the grader knows",
+        "the difference lies in what " + site + " drops, " + where + ": with it dropped (" + site +
+            " at p = 1 in "
+            "training mode, the other Dropouts at 0) your results match the reference's, so the rest is right on this "
+            "input; what differs there is no mistake the grader knows",
         evidence);
     result.evidence.insert(result.evidence.end() - 1,
                            fmt::format("{}: differs from the reference in eval mode; {}: matches the reference with "
@@ -1328,11 +1343,12 @@ std::optional<CheckResult> Kit::localise(const std::string& check, std::vector<s
     }
     return result;
   }
-  evidence.insert(evidence.end() - 1,
-                  fmt::format("{}, run again in training mode with each of {} at p = 1 in turn (the others at 0): it still "
-                              "differs from the reference with that place dropped, so the difference lies in what "
-                              "every one of them leaves, or in more than one place",
-                              eval.describe(), fmt::join(sites, ", ")));
+  evidence.insert(
+      evidence.end() - 1,
+      fmt::format("{}, run again in training mode with each of {} at p = 1 in turn (the others at 0): it still "
+                  "differs from the reference with that place dropped, so the difference lies in what "
+                  "every one of them leaves, or in more than one place",
+                  eval.describe(), fmt::join(sites, ", ")));
   return std::nullopt;
 }
 
@@ -1403,8 +1419,8 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
     if (!extra.empty()) {
       extra.push_back(fmt::format("your module has {} parameters in all; the interface's module has {} ({})",
                                   have_count, want, names));
-      return results_.fail(spec.id, "your module registers parameters the interface does not have: register exactly " +
-                                        names, extra);
+      return results_.fail(
+          spec.id, "your module registers parameters the interface does not have: register exactly " + names, extra);
     }
   }
   auto dropout = spec.option("dropout");
@@ -1439,8 +1455,10 @@ CheckResult Kit::dropouts(const CheckSpec& spec) const {
   if (wrong.empty()) return results_.pass(spec.id, listed + ": registered with the constructor's p");
   wrong.insert(wrong.begin(), fmt::format("constructed with {} = {}", argument, p));
   return results_.fail(spec.id,
-                       "every Dropout module (" + listed + ") must be registered under its name with the "
-                       "constructor's " + argument + " as p",
+                       "every Dropout module (" + listed +
+                           ") must be registered under its name with the "
+                           "constructor's " +
+                           argument + " as p",
                        wrong);
 }
 
@@ -1465,12 +1483,12 @@ CheckResult Kit::dropout_in_training(const CheckSpec& spec) const {
     return (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>();
   };
   if (moved(*first, *plain) < 1e-9 || moved(*first, *second) < 1e-9) {
-    return results_.fail(spec.id,
-                         "in training mode no dropout acts: call the registered Dropout modules in forward (they "
-                         "are the identity in eval mode, and only there)",
-                         {"input: " + a.describe(),
-                          fmt::format("training vs eval: max difference {:.3g}; two training runs: {:.3g}",
-                                      moved(*first, *plain), moved(*first, *second))});
+    return results_.fail(
+        spec.id,
+        "in training mode no dropout acts: call the registered Dropout modules in forward (they "
+        "are the identity in eval mode, and only there)",
+        {"input: " + a.describe(), fmt::format("training vs eval: max difference {:.3g}; two training runs: {:.3g}",
+                                               moved(*first, *plain), moved(*first, *second))});
   }
   return results_.pass(spec.id, "dropout acts in training mode: two runs differ, and differ from eval mode");
 }
@@ -1487,7 +1505,8 @@ CheckResult Kit::dropout_sites(const CheckSpec& spec) const {
   if (auto why = not_runnable(eval)) return results_.skip(spec.id, "not assessed: " + *why);
   if (status(id) != CaseStatus::matches) {
     return results_.skip(spec.id, "not assessed: in eval mode your results differ from the reference (" +
-                                      eval.describe() + "; see the numerics checks), so where the dropouts act "
+                                      eval.describe() +
+                                      "; see the numerics checks), so where the dropouts act "
                                       "cannot be told from the rest");
   }
   const auto& name = exercise_.signature.outputs.front().name;
@@ -1517,22 +1536,27 @@ CheckResult Kit::dropout_sites(const CheckSpec& spec) const {
     }
     if (site.empty()) {
       return results_.fail(spec.id,
-                           "with every registered Dropout at p = 0 (" + all + "), training mode still changes your "
-                           "output: a dropout the statement does not have acts (MultiheadAttention's own dropout "
-                           "option, which the statement leaves at 0, or a functional dropout with a stored p)",
+                           "with every registered Dropout at p = 0 (" + all +
+                               "), training mode still changes your "
+                               "output: a dropout the statement does not have acts (MultiheadAttention's own dropout "
+                               "option, which the statement leaves at 0, or a functional dropout with a stored p)",
                            evidence);
     }
     const auto where = spec.option("at." + site, "its place in the statement");
     const auto unchanged = compare(expected(eval).at(name), *got, tolerance);
     if (unchanged.ok) {
       return results_.fail(spec.id,
-                           site + " never acts: with its p set to 1 (the other Dropouts at 0) your output is what "
-                           "it is without dropout. Call " + site + " in forward, on " + where,
+                           site +
+                               " never acts: with its p set to 1 (the other Dropouts at 0) your output is what "
+                               "it is without dropout. Call " +
+                               site + " in forward, on " + where,
                            evidence);
     }
     return results_.fail(spec.id,
-                         "with " + site + " at p = 1 (the other Dropouts at 0) your output is not the reference's "
-                         "when only " + where + " is dropped: " + site + " acts somewhere else. Apply it to " + where,
+                         "with " + site +
+                             " at p = 1 (the other Dropouts at 0) your output is not the reference's "
+                             "when only " +
+                             where + " is dropped: " + site + " acts somewhere else. Apply it to " + where,
                          evidence);
   };
   if (auto result = judge_twin("")) return *result;
@@ -1541,11 +1565,13 @@ CheckResult Kit::dropout_sites(const CheckSpec& spec) const {
   }
   if (paths.empty()) return results_.pass(spec.id, "training mode gives what eval mode gives (no dropout here)");
   if (paths.size() == 1) {
-    return results_.pass(spec.id, all + " acts at its place (set to p = 1 in training mode, any other Dropout at 0), "
-                                  "and at 0 training mode changes nothing");
+    return results_.pass(spec.id, all +
+                                      " acts at its place (set to p = 1 in training mode, any other Dropout at 0), "
+                                      "and at 0 training mode changes nothing");
   }
-  return results_.pass(spec.id, "each of " + all + " acts at its place (set to p = 1 one at a time in training "
-                                "mode), and with all at 0 training mode changes nothing");
+  return results_.pass(spec.id, "each of " + all +
+                                    " acts at its place (set to p = 1 one at a time in training "
+                                    "mode), and with all at 0 training mode changes nothing");
 }
 
 CheckResult Kit::rejects(const CheckSpec& spec) const {
@@ -1905,9 +1931,10 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
       double most = 0;
       for (const auto& member : group) most = std::max(most, ignored_moves[member]);
       said.push_back(fmt::format("any of the {} weights of {}", group.size(), module));
-      ignored_evidence.push_back(fmt::format("redrawing each of {}'s {} weights moved the reference's output (by up "
-                                             "to {:.3g}), yours not at all",
-                                             module, group.size(), most));
+      ignored_evidence.push_back(
+          fmt::format("redrawing each of {}'s {} weights moved the reference's output (by up "
+                      "to {:.3g}), yours not at all",
+                      module, group.size(), most));
       continue;
     }
     said.push_back(name);
@@ -2297,8 +2324,8 @@ std::vector<Kit::DeviceProblem> Kit::gpu_device_problems() const {
   for (const auto& [id, run] : input_->cases) {
     if (auto op = device_mismatch(run.error())) {
       if (seen.insert(*op).second) {
-        problems.push_back({"tensors on different devices met in " + *op + ": " + first_line(run.error()),
-                            run.describe()});
+        problems.push_back(
+            {"tensors on different devices met in " + *op + ": " + first_line(run.error()), run.describe()});
       }
       continue;
     }
@@ -2307,8 +2334,8 @@ std::vector<Kit::DeviceProblem> Kit::gpu_device_problems() const {
     for (const auto& output : outputs) {
       const auto device = run.response.string_or(output.name + ".device", wanted);
       if (device.rfind(wanted, 0) == 0 || !seen.insert("output " + output.name).second) continue;
-      problems.push_back({"your " + output.name + " came back on " + device + " while the inputs were on " + wanted,
-                          run.describe()});
+      problems.push_back(
+          {"your " + output.name + " came back on " + device + " while the inputs were on " + wanted, run.describe()});
     }
   }
   return problems;
@@ -2342,14 +2369,16 @@ CheckResult Kit::device_placement(const CheckSpec& spec) const {
     } else if (kind == "item") {
       evidence.push_back(short_op(op) + " read a value of the input's data back to the host (" + where + ")");
       if (message.empty()) {
-        message = "forward reads a tensor's value back to the host (.item()): on a GPU every call waits for the "
-                  "device; keep the computation in tensors";
+        message =
+            "forward reads a tensor's value back to the host (.item()): on a GPU every call waits for the "
+            "device; keep the computation in tensors";
       }
     } else if (kind == "to_host") {
       evidence.push_back(short_op(op) + " moved the input's data to the CPU (" + where + ")");
       if (message.empty()) {
-        message = "forward moves data to the CPU (.cpu(), .to(torch::kCPU)): a silent round trip; keep every "
-                  "tensor on the input's device";
+        message =
+            "forward moves data to the CPU (.cpu(), .to(torch::kCPU)): a silent round trip; keep every "
+            "tensor on the input's device";
       }
     }
   }
@@ -2360,8 +2389,8 @@ CheckResult Kit::device_placement(const CheckSpec& spec) const {
     }
   }
   if (!message.empty()) return results_.fail(spec.id, message, evidence);
-  const bool any_ran = std::any_of(input_->cases.begin(), input_->cases.end(),
-                                   [](const auto& entry) { return !entry.second.threw(); });
+  const bool any_ran =
+      std::any_of(input_->cases.begin(), input_->cases.end(), [](const auto& entry) { return !entry.second.threw(); });
   if (!any_ran) return results_.skip(spec.id, "not assessed: every case stopped with an error, so nothing was traced");
   return results_.pass(spec.id, target().on_gpu()
                                     ? "every case ran on the GPU; nothing was made on a fixed device or read back "
