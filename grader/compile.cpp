@@ -1070,11 +1070,8 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   result.forbidden_symbols = std::move(findings.all);
   result.refuses_run = std::move(findings.refuses_run);
   {
-    std::ifstream in(object, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw GraderFault("cannot read the compiled submission " + object.string());
     // Each of these reaches past the measurements: such code is not run.
-    for (auto& found : forbidden_text_in(bytes)) {
+    for (auto& found : forbidden_text_in(read_file(object))) {
       if (result.refuses_run.empty()) result.refuses_run = found;
       result.forbidden_symbols.push_back(std::move(found));
     }

@@ -235,6 +235,17 @@ Prepared prepare_grade(const GradeOptions& options, bool compile_ahead) { return
 
 namespace {
 
+// The results a runner delivered after its ready line (throws WireError),
+// with the text from learner code (exception messages), shown repeated per
+// check, kept short.
+std::vector<wire::Record> decode_results(const ChildOutcome& outcome) {
+  auto responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
+  for (auto& response : responses) {
+    for (auto& [key, text] : response.strings) text = capped(text, kMaxLearnerText);
+  }
+  return responses;
+}
+
 // One grade under way: its report so far, and the rules that end it.
 struct GradeInProgress {
   const GradeOptions& options;
@@ -273,6 +284,15 @@ struct GradeInProgress {
     return report;
   }
 
+  // The exercise's no_builtins check, failed with `message`, is the report's
+  // one check (where the exercise has that check).
+  void forbid(const std::string& message, std::vector<std::string> evidence) {
+    const auto& checks = prepared.exercise.checks;
+    if (std::any_of(checks.begin(), checks.end(), [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
+      report.checks = {ResultBuilder(prepared.exercise).fail("no_builtins", message, std::move(evidence))};
+    }
+  }
+
   // The verdict of a compile that stops the grade before anything runs.
   std::optional<GradeReport> after_compile(const CompileResult& compiled) {
     const auto& exercise = prepared.exercise;
@@ -286,9 +306,8 @@ struct GradeInProgress {
       if (compiled.diagnostics.find("poisoned identifier") != std::string::npos &&
           std::any_of(exercise.checks.begin(), exercise.checks.end(),
                       [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
-        report.checks = {ResultBuilder(exercise).fail(
-            "no_builtins", "your code names a LibTorch built-in that does the exercise for you",
-            {first_line(compiled.diagnostics)})};
+        forbid("your code names a LibTorch built-in that does the exercise for you",
+               {first_line(compiled.diagnostics)});
         return finish(Verdict::forbidden,
                       "Your code names a built-in that does the exercise for you (the compiler calls it a poisoned "
                       "identifier, above); build it from basic operations (matmul, softmax, masked_fill, ...).");
@@ -300,10 +319,7 @@ struct GradeInProgress {
     // judge rules) is never run: loaded with the driver, it could steer what
     // the runner records.
     if (!compiled.refuses_run.empty()) {
-      if (std::any_of(exercise.checks.begin(), exercise.checks.end(),
-                      [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
-        report.checks = {ResultBuilder(exercise).fail("no_builtins", compiled.refuses_run, compiled.forbidden_symbols)};
-      }
+      forbid(compiled.refuses_run, compiled.forbidden_symbols);
       return finish(Verdict::forbidden, "Forbidden, not run: " + compiled.refuses_run + ".");
     }
 
@@ -319,8 +335,7 @@ struct GradeInProgress {
     const auto& exercise = prepared.exercise;
     const auto& run_limits = exercise.limits.run;
     const auto& sandbox = options.sandbox;
-    report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
-    report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
+    keep_output(outcome);
     if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
       // The runner never reached the learner's code: whatever stopped it (limits
       // too tight for LibTorch itself, a broken sandbox) is the grader's failure.
@@ -349,11 +364,7 @@ struct GradeInProgress {
         outcome.stderr_text.find(wire::kChannelReplaced) != std::string::npos) {
       std::vector<std::string> evidence = {wire::kChannelReplaced};
       evidence.insert(evidence.end(), compiled.forbidden_symbols.begin(), compiled.forbidden_symbols.end());
-      if (std::any_of(exercise.checks.begin(), exercise.checks.end(),
-                      [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
-        report.checks = {ResultBuilder(exercise).fail(
-            "no_builtins", "your code replaced the grader's result channel (a file descriptor)", evidence)};
-      }
+      forbid("your code replaced the grader's result channel (a file descriptor)", std::move(evidence));
       return finish(Verdict::forbidden,
                     "Your code replaced the grader's result channel (a file descriptor of the process), so nothing it "
                     "computed can be trusted; attention code never touches descriptors.");
@@ -372,11 +383,7 @@ struct GradeInProgress {
     std::vector<wire::Record> responses;
     try {
       if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
-      responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
-      // Text from learner code (exception messages) is shown, repeated per check: keep it short.
-      for (auto& response : responses) {
-        for (auto& [key, text] : response.strings) text = capped(text, kMaxLearnerText);
-      }
+      responses = decode_results(outcome);
     } catch (const wire::WireError& error) {
       if (!outcome.exited_cleanly()) {
         return finish(Verdict::runtime_error, "Your code crashed before the checks finished (" +
@@ -386,6 +393,21 @@ struct GradeInProgress {
                                                 std::string(error.what()) +
                                                 "): did your code exit early or write to the grader's channel?");
     }
+    return judge(compiled, requests, responses, outcome, speed_request);
+  }
+
+  // The runner's output, shown capped.
+  void keep_output(const ChildOutcome& outcome) {
+    report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
+    report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
+  }
+
+  // The verdict of `responses`, the results `outcome` delivered for `requests`.
+  GradeReport judge(const CompileResult& compiled, const std::vector<wire::Record>& requests,
+                    const std::vector<wire::Record>& responses, const ChildOutcome& outcome,
+                    const std::optional<wire::Record>& speed_request) {
+    const auto& exercise = prepared.exercise;
+    const auto& sandbox = options.sandbox;
     if (responses.size() == 1 && responses.front().strings.count("load_error")) {
       // Learner code cannot remove files (the runner's filter): a compiled
       // object gone missing is the grader's problem, whatever the loader says.
@@ -515,11 +537,27 @@ bool ran_through(const ChildOutcome& outcome, size_t requests, std::vector<wire:
     return false;
   }
   try {
-    responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
+    responses = decode_results(outcome);
   } catch (const wire::WireError&) {
     return false;
   }
   return responses.size() == requests && !responses.front().strings.count("load_error");
+}
+
+// The prepared grade's submission, read now.
+Submission submission_of(const PreparedGrade& prepared) {
+  Submission submission;
+  submission.path = prepared.submission;
+  submission.text = read_submission(submission.path);
+  return submission;
+}
+
+// Its compile into the prepared scratch folder (taken from the cache where the
+// options allow, or from the prepared compile ahead, if any).
+CompileResult compile_prepared(PreparedGrade& prepared, const GradeOptions& options, const Submission& submission) {
+  return compile_submission(prepared.toolchain, prepared.exercise, submission, prepared.scratch->path(),
+                            options.use_cache ? options.build_dir / "cache" / prepared.exercise.id : fs::path(),
+                            options.sandbox, prepared.confinement, prepared.compile.get());
 }
 
 }  // namespace
@@ -531,9 +569,7 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
     prepared = prepare_grade(options, false);
   }
   const auto& exercise = prepared->exercise;
-  Submission submission;
-  submission.path = prepared->submission;
-  submission.text = read_submission(submission.path);
+  const auto submission = submission_of(*prepared);
   GradeInProgress grading(options, *prepared, submission, start);
 
   // Every case runs in one child process; only its result channel counts.
@@ -544,9 +580,7 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
   if (prepared->target.on_gpu() && options.speed && !exercise.speed.sizes.empty())
     speed_request = plan_speed(exercise, grading.report.seed, prepared->target.device);
 
-  auto compiled = compile_submission(prepared->toolchain, exercise, submission, prepared->scratch->path(),
-                                     options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
-                                     options.sandbox, prepared->confinement, prepared->compile.get());
+  auto compiled = compile_prepared(*prepared, options, submission);
   prepared->compile.reset();  // unused (a cached compile): stopped
   if (auto stopped = grading.after_compile(compiled)) return *stopped;
 
@@ -573,9 +607,7 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
   auto start = Clock::now();
   auto prepared = prepare(options, false, seeds.size());
   const auto& exercise = prepared->exercise;
-  Submission submission;
-  submission.path = prepared->submission;
-  submission.text = read_submission(submission.path);
+  const auto submission = submission_of(*prepared);
   std::vector<GradeOptions> seeded(seeds.size(), options);
   std::vector<std::unique_ptr<Suite>> suites;  // one each: a suite keeps what it judged last
   std::vector<GradeInProgress> grades;
@@ -591,9 +623,7 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
     requests.push_back(suites.back()->plan(seeds[i]));
     all.insert(all.end(), requests.back().begin(), requests.back().end());
   }
-  auto compiled = compile_submission(prepared->toolchain, exercise, submission, prepared->scratch->path(),
-                                     options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
-                                     options.sandbox, prepared->confinement, nullptr);
+  auto compiled = compile_prepared(*prepared, options, submission);  // prepared without a compile ahead
   std::vector<std::optional<GradeReport>> stopped;
   for (auto& grading : grades) stopped.push_back(grading.after_compile(compiled));
   if (stopped.front()) {
@@ -612,13 +642,12 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
   // Each grade judges its own slice, as if its runner had run it alone.
   size_t at = 0;
   for (size_t i = 0; i < seeds.size(); ++i) {
-    auto part = outcome;
     std::vector<wire::Record> slice(responses.begin() + static_cast<std::ptrdiff_t>(at),
                                     responses.begin() + static_cast<std::ptrdiff_t>(at + requests[i].size()));
     at += requests[i].size();
-    part.result = wire::kRunnerReady + wire::encode(slice);
     grades[i].report.run_seconds = run_seconds / static_cast<double>(seeds.size());
-    reports.push_back(grades[i].conclude(compiled, requests[i], part, std::nullopt));
+    grades[i].keep_output(outcome);
+    reports.push_back(grades[i].judge(compiled, requests[i], slice, outcome, std::nullopt));
   }
   return reports;
 }

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
@@ -23,6 +24,23 @@ namespace fs = std::filesystem;
 
 inline const fs::path kRoot = GRADER_SOURCE_DIR;
 inline const fs::path kBuild = GRADER_BINARY_DIR;
+
+// The exercises: every folder of exercises/ with an exercise.yaml, sorted.
+inline std::vector<std::string> exercise_ids() {
+  std::vector<std::string> ids;
+  for (const auto& item : fs::directory_iterator(kRoot / "exercises")) {
+    if (fs::exists(item.path() / "exercise.yaml")) ids.push_back(item.path().filename().string());
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// The focus points a label (or a block of one) says must be reported missed.
+inline std::set<std::string> labelled_missed(const YAML::Node& label) {
+  std::set<std::string> points;
+  for (const auto& point : label["missed"]) points.insert(point.as<std::string>());
+  return points;
+}
 
 struct Entry {
   std::string exercise;

@@ -62,12 +62,7 @@ std::vector<Entry> corpus() {
     std::sort(files.begin(), files.end());
     for (const auto& file : files) entries.push_back({exercise, kind, file});
   };
-  std::vector<std::string> exercises;
-  for (const auto& item : fs::directory_iterator(kRoot / "exercises")) {
-    if (fs::exists(item.path() / "exercise.yaml")) exercises.push_back(item.path().filename().string());
-  }
-  std::sort(exercises.begin(), exercises.end());
-  for (const auto& exercise : exercises) {
+  for (const auto& exercise : exercise_ids()) {
     for (const char* kind : {"accepted", "wrong", "hostile"}) {
       add_dir(exercise, kind, kRoot / "tests" / "submissions" / exercise / kind);
     }
@@ -100,9 +95,7 @@ void expect_without_gpu(const Entry& entry, const YAML::Node& expect, const Grad
   const auto block = expect[nvcc ? "compile_only" : "without_nvcc"];
   if (block && block["verdict"]) {
     EXPECT_EQ(verdict, block["verdict"].as<std::string>()) << describe(graded);
-    std::set<std::string> labelled;
-    for (const auto& point : block["missed"]) labelled.insert(point.as<std::string>());
-    EXPECT_EQ(focus_points_with(graded.report, "missed"), labelled)
+    EXPECT_EQ(focus_points_with(graded.report, "missed"), labelled_missed(block))
         << "the missed focus points must be exactly the label's\n"
         << describe(graded);
     return;
@@ -371,10 +364,7 @@ TEST_P(Corpus, GradesAsLabelled) {
   // The label is the exact missed set: a point missing from the report, or
   // one reported missed that the label does not name, fails.
   auto missed = focus_points_with(graded.report, "missed");
-  std::set<std::string> labelled;
-  if (expect["missed"]) {
-    for (const auto& point : expect["missed"]) labelled.insert(point.as<std::string>());
-  }
+  const auto labelled = labelled_missed(expect);
   bool all_named = true;
   for (const auto& point : labelled) {
     all_named &= missed.count(point) > 0;
@@ -493,9 +483,7 @@ TEST_P(WithoutSandbox, SameVerdictAndMissedSet) {
   const auto graded = run_grade(entry, extra);
   ASSERT_FALSE(graded.report.is_discarded()) << graded.raw.substr(0, 3000);
   EXPECT_EQ(graded.report.value("verdict", ""), expect["verdict"].as<std::string>()) << describe(graded);
-  std::set<std::string> labelled;
-  for (const auto& point : expect["missed"]) labelled.insert(point.as<std::string>());
-  EXPECT_EQ(focus_points_with(graded.report, "missed"), labelled) << describe(graded);
+  EXPECT_EQ(focus_points_with(graded.report, "missed"), labelled_missed(expect)) << describe(graded);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hostile, WithoutSandbox, ::testing::ValuesIn(same_without_sandbox()),

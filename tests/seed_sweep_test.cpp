@@ -27,15 +27,6 @@ using namespace corpus;
 
 const std::vector<int> kSeeds = {1, 2, 3, 4, 5};
 
-std::vector<std::string> exercises() {
-  std::vector<std::string> ids;
-  for (const auto& item : fs::directory_iterator(kRoot / "exercises")) {
-    if (fs::exists(item.path() / "exercise.yaml")) ids.push_back(item.path().filename().string());
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
-
 // What a file must get on every seed: its verdict and exact missed set.
 struct Expected {
   std::string verdict;
@@ -60,7 +51,7 @@ std::map<std::string, Expected> swept_files(const std::string& exercise) {
       if (wrong) {
         auto label = YAML::LoadFile((dir / (file.stem().string() + ".expect.yaml")).string());
         expected.verdict = label["verdict"].as<std::string>();
-        for (const auto& point : label["missed"]) expected.missed.insert(point.as<std::string>());
+        expected.missed = labelled_missed(label);
       }
       files[file.string()] = expected;
     }
@@ -162,7 +153,7 @@ TEST(SeedsOption, EachSeedGetsTheReportOfALoneGrade) {
   EXPECT_EQ(empty.exit_code, 2) << empty.raw;
 }
 
-INSTANTIATE_TEST_SUITE_P(Exercises, SeedSweep, ::testing::ValuesIn(exercises()),
+INSTANTIATE_TEST_SUITE_P(Exercises, SeedSweep, ::testing::ValuesIn(exercise_ids()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

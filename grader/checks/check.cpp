@@ -156,16 +156,9 @@ std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& 
 
 ScopeMacs scope_macs(const CaseRun& run) {
   ScopeMacs macs;
-  std::istringstream work(run.response.string_or("scope_work", ""));
-  for (std::string entry; work >> entry;) {
-    const auto first = entry.find('/');
-    if (first == std::string::npos) continue;
-    const auto second = entry.find('/', first + 1);
-    try {
-      macs.recorded += std::stod(entry.substr(0, first));
-      if (second != std::string::npos) macs.computed += std::stod(entry.substr(second + 1));
-    } catch (const std::exception&) {  // the runner's text: malformed is none
-    }
+  for (const auto& entry : scope_work_of(run.response)) {
+    macs.recorded += entry.macs;
+    macs.computed += entry.computed;
   }
   return macs;
 }

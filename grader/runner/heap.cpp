@@ -25,8 +25,8 @@ std::atomic<int64_t> growth{0};
 
 inline void added(void* pointer) {
   if (!pointer) return;
-  const auto now = in_use.fetch_add(static_cast<int64_t>(malloc_usable_size(pointer)), std::memory_order_relaxed) +
-                   static_cast<int64_t>(malloc_usable_size(pointer));
+  const auto size = static_cast<int64_t>(malloc_usable_size(pointer));
+  const auto now = in_use.fetch_add(size, std::memory_order_relaxed) + size;
   auto high = peak.load(std::memory_order_relaxed);
   while (now > high && !peak.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
   }

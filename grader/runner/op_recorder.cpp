@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 namespace grader {
@@ -359,6 +360,26 @@ const std::string kOpPrefix = "op:";
 
 void put_op_counts(wire::Record& response, const std::map<std::string, long>& op_counts) {
   for (const auto& [name, count] : op_counts) response.ints[kOpPrefix + name.substr(0, kMaxOpName)] += count;
+}
+
+std::vector<ScopeWorkEntry> scope_work_of(const wire::Record& response) {
+  std::vector<ScopeWorkEntry> entries;
+  std::istringstream work(response.string_or("scope_work", ""));
+  for (std::string text; work >> text;) {
+    const auto first = text.find('/');
+    if (first == std::string::npos) break;
+    const auto second = text.find('/', first + 1);
+    ScopeWorkEntry entry;
+    try {
+      entry.macs = std::stod(text.substr(0, first));
+      entry.elements = std::stod(text.substr(first + 1, second - first - 1));
+      if (second != std::string::npos) entry.computed = std::stod(text.substr(second + 1));
+    } catch (const std::exception&) {
+      break;
+    }
+    entries.push_back(entry);
+  }
+  return entries;
 }
 
 std::map<std::string, long> op_counts(const wire::Record& response) {

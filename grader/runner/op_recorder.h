@@ -61,4 +61,12 @@ constexpr size_t kMaxOpName = 200;
 void put_op_counts(wire::Record& response, const std::map<std::string, long>& counts);
 std::map<std::string, long> op_counts(const wire::Record& response);
 
+// The work of each entry into the forward scope, read back from a response's
+// "scope_work" (OpRecorder::scope_work): in order, up to the first entry that
+// does not read as one (computed is 0 where the runner counted none).
+struct ScopeWorkEntry {
+  double macs = 0, elements = 0, computed = 0;
+};
+std::vector<ScopeWorkEntry> scope_work_of(const wire::Record& response);
+
 }  // namespace grader

@@ -19,6 +19,7 @@
 #include "checks/kit/kit.h"
 #include "kv_cache.h"
 #include "rotary.h"
+#include "runner/op_recorder.h"
 
 namespace grader::exercise_kv_cache {
 namespace {
@@ -118,26 +119,18 @@ std::vector<Call> calls_of(const CaseRun& run) {
     calls.push_back(call);
   }
   // The work of each call, in the order the driver made them ("calls" lists
-  // every call, including one that threw before its shapes were noted):
-  // "<macs>/<elements>/<computed>" each. The multiply-adds are the larger of
-  // the count by operator name and the count of what BLAS computed (a product
-  // reached through an operator the names miss, at::_convolution say).
-  std::istringstream labels(run.response.string_or("calls", "")), work(run.response.string_or("scope_work", ""));
+  // every call, including one that threw before its shapes were noted). The
+  // multiply-adds are the larger of the count by operator name and the count
+  // of what BLAS computed (a product reached through an operator the names
+  // miss, at::_convolution say).
+  std::istringstream labels(run.response.string_or("calls", ""));
   std::vector<std::string> call_labels;
   for (std::string label; std::getline(labels, label);) call_labels.push_back(label);
-  std::vector<std::pair<double, double>> measured;
-  for (std::string entry; work >> entry;) {
-    const auto slash = entry.find('/');
-    if (slash == std::string::npos) break;
-    const auto second = entry.find('/', slash + 1);
-    const double named = std::stod(entry.substr(0, slash));
-    const double computed = second == std::string::npos ? 0 : std::stod(entry.substr(second + 1));
-    measured.emplace_back(std::max(named, computed), std::stod(entry.substr(slash + 1, second - slash - 1)));
-  }
+  const auto measured = scope_work_of(run.response);
   for (size_t i = 0; i < calls.size() && i < measured.size() && i < call_labels.size(); ++i) {
     if (call_labels[i] != calls[i].label) break;
-    calls[i].macs = measured[i].first;
-    calls[i].elements = measured[i].second;
+    calls[i].macs = std::max(measured[i].macs, measured[i].computed);
+    calls[i].elements = measured[i].elements;
   }
   return calls;
 }
