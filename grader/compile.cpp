@@ -619,8 +619,9 @@ Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exerci
   confinement.read_only = toolchain.system_include_dirs;
   confinement.read_only.insert(confinement.read_only.end(), toolchain.library_dirs.begin(),
                                toolchain.library_dirs.end());
-  confinement.read_only.insert(confinement.read_only.end(), {(exercise.dir / exercise.interface_header).string(),
-                                                             toolchain.flags_file.string(), toolchain.runner.string()});
+  confinement.read_only.insert(confinement.read_only.end(),
+                               {(exercise.dir / exercise.interface_header).string(), toolchain.flags_file.string()});
+  confinement.executed.push_back(toolchain.runner.string());
   if (!toolchain.prelude.empty()) confinement.read_only.push_back(toolchain.prelude);
   if (!toolchain.pch_support.empty()) confinement.read_only.push_back(toolchain.pch_support);
   if (auto driver = toolchain.drivers.find(exercise.id); driver != toolchain.drivers.end())

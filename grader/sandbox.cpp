@@ -111,10 +111,11 @@ std::string unique_name() {
   return "grader-" + std::to_string(getpid()) + "-" + salt + "-" + std::to_string(counter++);
 }
 
-// Whether user nobody may use `path` itself: read a file, list and enter a folder.
-bool nobody_may_use(const struct stat& info) {
+// Whether user nobody may use `path` itself: read a file (or only run it, a
+// program that may be execute-only), list and enter a folder.
+bool nobody_may_use(const struct stat& info, bool run_only) {
   if (info.st_uid == kNobody) return true;
-  mode_t need = S_ISDIR(info.st_mode) ? (S_IROTH | S_IXOTH) : S_IROTH;
+  mode_t need = S_ISDIR(info.st_mode) ? (S_IROTH | S_IXOTH) : run_only ? S_IXOTH : S_IROTH;
   return (info.st_mode & need) == need;
 }
 
@@ -134,14 +135,15 @@ std::string closed_ancestor(const fs::path& path) {
 // mktemp folder) is shown from a copy in the grader's tools folder instead; a
 // folder there, or a file nobody may not read, is the installation's problem,
 // said with the fix, never the learner's.
-std::string closed_to_nobody(const std::string& path, bool namespaces, bool* stage) {
+std::string closed_to_nobody(const std::string& path, bool run_only, bool namespaces, bool* stage) {
   struct stat info {};
   if (stat(path.c_str(), &info) != 0) return "";  // absent optional paths are skipped by the caller
-  if (!nobody_may_use(info)) {
+  if (!nobody_may_use(info, run_only)) {
     return "user nobody, which runs the sandboxed compiler and your code when the grader is root, cannot " +
-           std::string(S_ISDIR(info.st_mode) ? "enter" : "read") + " " + path + " (mode " +
-           octal_mode(static_cast<fs::perms>(info.st_mode)) +
-           "): make it readable by others (chmod o+rX), or run ./grade as a regular user";
+           std::string(S_ISDIR(info.st_mode) ? "enter" : run_only ? "run" : "read") + " " + path + " (mode " +
+           octal_mode(static_cast<fs::perms>(info.st_mode)) + "): " +
+           (run_only ? "make it executable by others (chmod o+x)" : "make it readable by others (chmod o+rX)") +
+           ", or run ./grade as a regular user";
   }
   auto closed = closed_ancestor(path);
   if (closed.empty()) return "";
@@ -180,11 +182,8 @@ std::string staged_copy(const std::string& path) {
   if (link(path.c_str(), temporary.c_str()) != 0) {
     fs::copy_file(path, temporary, fs::copy_options::overwrite_existing, error);
     if (error) throw GraderFault("cannot copy " + path + " to " + temporary.string() + ": " + error.message());
-    fs::permissions(temporary,
-                    fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read |
-                        (info.st_mode & S_IXUSR ? fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec
-                                                : fs::perms::none),
-                    error);
+    // The original's mode: an execute-only runner stays execute-only (grader/CMakeLists.txt).
+    fs::permissions(temporary, static_cast<fs::perms>(info.st_mode & 0777) | fs::perms::owner_write, error);
   }
   fs::rename(temporary, staged, error);
   if (error) throw GraderFault("cannot place " + staged.string() + ": " + error.message());
@@ -381,7 +380,7 @@ void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement,
   if (!confinement.work_dir.empty()) spec.working_dir = confinement.work_dir;
   // What bwrap binds each shown path from.
   std::vector<std::pair<std::string, std::string>> shown;
-  auto show = [&](const std::string& given) {
+  auto show = [&](const std::string& given, bool run_only) {
     // Bound at its real place: a path through a link (/usr/local/cuda/include)
     // cannot be made inside the read-only system folders, and needs not be.
     std::error_code error;
@@ -389,15 +388,18 @@ void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement,
     const std::string path = error ? given : real.string();
     bool stage = false;
     if (sandbox.drop_to_nobody) {
-      auto problem = closed_to_nobody(path, sandbox.namespaces, &stage);
+      auto problem = closed_to_nobody(path, run_only, sandbox.namespaces, &stage);
       if (!problem.empty()) throw GraderFault(problem);
     }
     shown.emplace_back(stage ? staged_copy(path) : path, path);
   };
   for (const auto& path : confinement.read_only) {
-    if (fs::exists(path)) show(path);
+    if (fs::exists(path)) show(path, false);
   }
-  if (!confinement.writable.empty()) show(confinement.writable);
+  for (const auto& path : confinement.executed) {
+    if (fs::exists(path)) show(path, true);
+  }
+  if (!confinement.writable.empty()) show(confinement.writable, false);
   if (!sandbox.namespaces) return;
 
   auto out = bwrap_base(sandbox.bwrap);

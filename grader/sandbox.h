@@ -86,6 +86,7 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built);
 struct Confinement {
   std::vector<std::string> hidden;     // folders replaced by empty ones (never the system's own)
   std::vector<std::string> read_only;  // files or folders shown again, read-only
+  std::vector<std::string> executed;   // programs shown read-only that the child only runs (may be execute-only)
   std::string writable;                // the scratch folder, for steps that write (the compiler); may be empty
   std::string work_dir;                // where the child starts
   std::vector<std::string> devices;    // device nodes shown read-write (a GPU's /dev/nvidia*)

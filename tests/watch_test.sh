@@ -9,16 +9,21 @@ root=$1 build=$2
 command -v tmux >/dev/null || { echo "SKIPPED: tmux is not installed (Debian: tmux)"; exit 77; }
 work=$(mktemp -d)
 session=grade-watch-test-$$
-trap 'tmux kill-session -t "$session" 2>/dev/null; rm -rf "$work"' EXIT
+# A private tmux server per phase (-L): a phase's new session never meets the
+# last phase's server while that one is still shutting down ("server exited
+# unexpectedly"), nor the user's own server.
+socket=$session-1
+tm() { tmux -L "$socket" "$@"; }
+trap 'tm kill-server 2>/dev/null; rm -rf "$work"' EXIT
 fail() {
   echo "FAILED: $*"
   echo "--- screen:"
-  tmux capture-pane -p -t "$session" 2>/dev/null | tail -25
+  tm capture-pane -p -t "$session" 2>/dev/null | tail -25
   exit 1
 }
 file=$work/sdpa.cpp
 cp "$root/exercises/exercise_sdpa/sdpa.cpp" "$file"
-screen() { tmux capture-pane -p -J -S -200 -t "$session"; }
+screen() { tm capture-pane -p -J -S -200 -t "$session"; }
 # wait_for TEXT [SECONDS]: until the screen shows TEXT.
 wait_for() {
   for _ in $(seq $((${2:-60} * 4))); do
@@ -28,7 +33,7 @@ wait_for() {
   return 1
 }
 start() {
-  tmux new-session -d -s "$session" -x 160 -y 50 \
+  tm new-session -d -s "$session" -x 160 -y 50 \
     "GRADE_PROGRESS=$work/progress.json $(printf '%q ' "$build/grader/grade" --root "$root" --build-dir "$build" \
       watch exercise_sdpa --submission "$file" "$@"); echo WATCH-EXITED-\$?; sleep 30"
 }
@@ -48,11 +53,12 @@ mv "$work/sdpa.cpp.new" "$file"
 wait_for "grade 3," || fail "a save by rename did not start a grade"
 wait_for "Verdict: compile_error" || fail "the compile error was not shown"
 sleep 0.5
-tmux send-keys -t "$session" C-c
+tm send-keys -t "$session" C-c
 wait_for "WATCH-EXITED-" 10 || fail "Ctrl-C did not stop the watch"
 screen | grep -q "watch stopped." || fail "the watch did not say it stopped"
 [[ ! -e $work/progress.json ]] || fail "watching another file (--submission) recorded the learner's progress"
-tmux kill-session -t "$session"
+tm kill-server
+socket=$session-2
 
 # The fallback where file events are unavailable: Enter grades again.
 start --manual
@@ -61,9 +67,9 @@ wait_for "Verdict: compile_error" || fail "--manual: no first report"
 cat "$root/solutions/exercise_sdpa/sdpa.cpp" >"$file"
 sleep 1
 screen | grep -q "grade 2," && fail "--manual graded on a save"
-tmux send-keys -t "$session" Enter
+tm send-keys -t "$session" Enter
 wait_for "grade 2," || fail "--manual: Enter did not grade again"
 wait_for "Verdict: passed" || fail "--manual: the second report was not shown"
-tmux send-keys -t "$session" C-c
+tm send-keys -t "$session" C-c
 wait_for "WATCH-EXITED-" 10 || fail "--manual: Ctrl-C did not stop the watch"
 echo "PASSED: saves (in place and by rename) re-grade, compile errors survive, Ctrl-C stops, Enter in --manual"

@@ -28,6 +28,16 @@
 
 namespace {
 
+// Not dumpable: its /proc entries (descriptors, memory) belong to root, so
+// another grade's runner, the same user nobody, cannot open its pipes by
+// /proc/PID/fd where no namespace separates them. From before any shared
+// library's initialiser runs (LibTorch's take most of a second): the
+// executable's pre-initialisers come first. The
+// execute-only mode (grader/CMakeLists.txt) closes the rest of the window,
+// from exec to here, where fs.suid_dumpable is 0 or 2.
+void undumpable() { prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+__attribute__((section(".preinit_array"), used)) void (*const kUndumpableFirst)() = undumpable;
+
 using grader::wire::Record;
 using RunCase = void (*)(const Record&, Record&);
 
@@ -117,10 +127,6 @@ int main(int argc, char** argv) {
     return 71;
   }
   close(3);
-  // Not dumpable: its /proc entries (descriptors, memory) belong to root, so
-  // another grade's runner, the same user nobody, cannot open its pipes by
-  // /proc/PID/fd where no namespace separates them. Its own stay reachable.
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
   // One thread: reproducible results and a predictable process count.
   at::set_num_threads(1);
