@@ -210,6 +210,63 @@ void parse_speed(const Reader& read, const YAML::Node& node, Exercise& exercise)
   }
 }
 
+// `isolate:`: rest and parts, each part's settings naming signature parameters.
+void parse_isolation(const Reader& read, const YAML::Node& node, Exercise& exercise,
+                     const std::set<std::string>& points) {
+  if (!node.IsMap()) read.fail("'isolate' must be a mapping (rest, parts)");
+  for (const auto& entry : node) {
+    auto key = entry.first.as<std::string>();
+    if (key != "rest" && key != "parts") read.fail("'isolate." + key + "' is not known (rest, parts)");
+  }
+  auto& isolation = exercise.isolation;
+  isolation.rest = read.text(node, "rest");
+  std::map<std::string, size_t> parameters;  // name -> rank
+  std::set<std::string> ids;
+  for (const auto& parameter : exercise.signature.parameters) parameters[parameter.name] = parameter.shape.size();
+  auto settings = [&](const YAML::Node& part, const std::string& id, const char* key) {
+    std::vector<std::pair<std::string, std::string>> out;
+    const auto& given = part[key];
+    if (!given) return out;
+    if (!given.IsMap() || given.size() == 0)
+      read.fail("part '" + id + "': '" + key + "' must map parameters to zero, one or identity");
+    for (const auto& entry : given) {
+      auto name = entry.first.as<std::string>();
+      auto value = entry.second.IsScalar() ? entry.second.Scalar() : "";
+      if (!parameters.count(name)) read.fail("part '" + id + "': '" + name + "' is no signature parameter");
+      if (value != "zero" && value != "one" && value != "identity")
+        read.fail("part '" + id + "': '" + name + "' must be set to zero, one or identity");
+      if (value == "identity" && parameters.at(name) != 2)
+        read.fail("part '" + id + "': '" + name + "' is not a matrix, so it has no identity");
+      out.emplace_back(name, value);
+    }
+    return out;
+  };
+  const auto& parts = node["parts"];
+  if (!parts || !parts.IsSequence() || parts.size() == 0) read.fail("'isolate.parts' must be a non-empty list");
+  for (const auto& part : parts) {
+    if (!part.IsMap()) read.fail("each of 'isolate.parts' must be a mapping");
+    for (const auto& entry : part) {
+      auto key = entry.first.as<std::string>();
+      if (key != "id" && key != "says" && key != "off" && key != "blind" && key != "focus_point")
+        read.fail("'isolate.parts' has unknown '" + key + "' (id, says, off, blind, focus_point)");
+    }
+    PartSpec spec;
+    spec.id = read.text(part, "id");
+    if (!ids.insert(spec.id).second) read.fail("part '" + spec.id + "' is declared twice");
+    spec.says = read.text(part, "says");
+    spec.off = settings(part, spec.id, "off");
+    if (spec.off.empty()) read.fail("part '" + spec.id + "' needs 'off': the parameters that switch it off");
+    spec.blind = settings(part, spec.id, "blind");
+    if (part["focus_point"]) {
+      spec.focus_point = read.text(part, "focus_point");
+      if (!points.count(spec.focus_point)) read.fail("part '" + spec.id + "' names an unknown focus point");
+      if (spec.blind.empty())
+        read.fail("part '" + spec.id + "' names a focus point but has no 'blind' settings to confirm it with");
+    }
+    isolation.parts.push_back(spec);
+  }
+}
+
 void parse_kit_sections(const Reader& read, const YAML::Node& root, Exercise& exercise,
                         const std::set<std::string>& points) {
   if (auto signature = root["signature"]) {
@@ -275,6 +332,7 @@ void parse_kit_sections(const Reader& read, const YAML::Node& root, Exercise& ex
     }
   }
   if (auto speed = root["speed"]) parse_speed(read, speed, exercise);
+  if (auto isolate = root["isolate"]) parse_isolation(read, isolate, exercise, points);
   std::set<std::string> mistakes;
   for (const auto& mistake : exercise.mistakes) mistakes.insert(mistake.id);
   for (const auto& feature : exercise.features) {

@@ -95,6 +95,23 @@ struct Mistake {
   std::string explanation;
 };
 
+// `isolate:` (kit exercises with parameters): the module's parts, each
+// switched off through its weights (a zero output projection, identity
+// projections), so that an unexplained difference can be placed in one part
+// (grader/checks/kit/isolation.h). Settings map a signature parameter (its
+// {X} templates too) to zero, one or identity.
+struct PartSpec {
+  std::string id;
+  std::string says;  // what it is, as a report names it ("the self-attention sub-layer")
+  std::vector<std::pair<std::string, std::string>> off;    // switch the part off
+  std::vector<std::pair<std::string, std::string>> blind;  // keep it on, but blind to its input (optional)
+  std::string focus_point;  // named for a difference inside it (needs blind)
+};
+struct Isolation {
+  std::string rest;  // what stays with every part off ("the residual sums and the LayerNorms")
+  std::vector<PartSpec> parts;
+};
+
 struct Tolerance {
   double rtol = 0;
   double atol = 0;
@@ -144,6 +161,7 @@ struct Exercise {
   std::vector<CaseSpec> cases;
   std::vector<FeatureSpec> features;
   std::vector<ErrorRule> error_rules;
+  Isolation isolation;
   SpeedSpec speed;
 
   const CaseSpec& case_spec(const std::string& id) const;

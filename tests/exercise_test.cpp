@@ -118,6 +118,16 @@ TEST(Exercises, EveryExerciseLoadsAndMatchesItsCheckCode) {
   }
 }
 
+// A module (an exercise whose signature loads parameters) declares its parts,
+// so that an unexplained difference is placed by the isolation twins.
+TEST(Exercises, EveryModuleExerciseDeclaresItsParts) {
+  for (const auto& id : list_exercises(project_root() / "exercises")) {
+    auto exercise = load_exercise(project_root() / "exercises" / id);
+    if (exercise.signature.parameters.empty()) continue;
+    EXPECT_FALSE(exercise.isolation.parts.empty()) << id << ": exercise.yaml has no isolate: section";
+  }
+}
+
 TEST(Exercises, UnknownIdSuggestsTheClosest) {
   try {
     find_exercise_dir(project_root() / "exercises", "exercise_mhsq");

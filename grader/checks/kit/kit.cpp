@@ -655,6 +655,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     }
   }
   for (const auto& add : extra_) add(*this, cases, generator);
+  plan_isolation(cases, case_seed);
   for (auto& record : cases) record.strings["device"] = target().device;
   return cases;
 }
@@ -1285,7 +1286,19 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     featured->evidence.insert(featured->evidence.begin(), evidence.begin(), evidence.end() - 1);
     return *featured;
   }
-  if (auto localised = localise(check, evidence)) return *localised;
+  // Placed by the isolation twins (of the smallest failing case, else of this
+  // one, else of another of the check's cases that has twins and fails);
+  // where they tie it to no focus point, the dropout twins may (a difference
+  // in what the first Dropout drops: the embedding).
+  std::optional<CheckResult> isolated;
+  std::vector<std::string> bases = {smallest_failing(check), case_id};
+  for (const auto& id : cases_of(exercise_.check(check))) bases.push_back(id);
+  for (const auto& base : bases) {
+    if (!base.empty() && !isolated) isolated = isolate(check, base, evidence);
+  }
+  if (isolated && isolated->blames_focus) return *isolated;
+  if (auto localised = localise(check, evidence); localised && (localised->blames_focus || !isolated)) return *localised;
+  if (isolated) return *isolated;
   // Unexplained: no focus point is named as the cause (those this check
   // covers are left not established, never missed by guess).
   const auto smallest = smallest_failing(check);

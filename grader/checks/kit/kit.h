@@ -200,6 +200,11 @@ class Kit : public Suite {
   // dimensions and traits, described with those differences.
   std::optional<std::string> nearest_passing(const std::string& failing_id) const;
   std::optional<CheckResult> localise(const std::string& check, std::vector<std::string>& evidence) const;
+  // Isolation twins (isolation.h) of every case a numerics check judges, and
+  // where they place an unexplained difference on `case_id` (isolation.cpp).
+  void plan_isolation(std::vector<wire::Record>& cases, int64_t& case_seed) const;
+  std::optional<CheckResult> isolate(const std::string& check, const std::string& case_id,
+                                     std::vector<std::string>& evidence) const;
   Tensors learner_outputs(const CaseRun& run) const;
   // The one known mistake (else the one pair of them) whose replay matches
   // the learner's outputs on `case_id` and is refuted by no other case.
