@@ -43,6 +43,11 @@
 //   attention_scale, attention_axis, attention_mask   measured by probes
 //   no_builtins    no forbidden operator ran and no forbidden symbol is linked
 //
+// `isolate:` (every module exercise): the module's parts and the weights that
+// switch each off or make it blind to its input; twins planned beside each
+// numerics check's smallest case place an unexplained difference
+// (isolation.h).
+//
 // A case in a dtype this LibTorch cannot run attention in on the CPU (float16
 // on 1.13) is not planned; a check keeps its other cases and says, when it
 // passes, what was not assessed and why (all of its cases: skipped, with why).
