@@ -96,9 +96,12 @@ class IncludePolicy {
                              fs::path(toolchain.pch_support)}) {
       if (!file.empty()) files_.insert(file.lexically_normal());
     }
-    // What LibTorch's precompiled API is built from, read with it.
-    if (!pch.empty() && pch == fs::path(toolchain.torch_pch) && !toolchain.torch_pch_header.empty())
-      files_.insert(fs::path(toolchain.torch_pch_header).lexically_normal());
+    // LibTorch's API module: its map, and what it is built from, read with it.
+    if (!pch.empty() && pch == fs::path(toolchain.torch_module)) {
+      for (const auto& file : {toolchain.torch_module_map, toolchain.torch_api_header}) {
+        if (!file.empty()) files_.insert(fs::path(file).lexically_normal());
+      }
+    }
     std::vector<fs::path> dirs = {"/usr/include", "/usr/lib", "/usr/local/include"};
     // The CUDA Toolkit's own headers (for a .cu; under /usr/local/cuda, say),
     // by the configured path or the one its links lead to.
@@ -629,20 +632,26 @@ Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exerci
   if (auto pch = toolchain.pchs.find(exercise.id); pch != toolchain.pchs.end())
     confinement.read_only.push_back(pch->second.string());
   if (!toolchain.pch_base.empty()) confinement.read_only.push_back(toolchain.pch_base);
-  if (!toolchain.torch_pch.empty()) confinement.read_only.push_back(toolchain.torch_pch);
-  if (!toolchain.torch_pch_header.empty()) confinement.read_only.push_back(toolchain.torch_pch_header);
+  for (const auto& file : {toolchain.torch_module, toolchain.torch_module_map, toolchain.torch_api_header}) {
+    if (!file.empty()) confinement.read_only.push_back(file);
+  }
   confinement.writable = confinement.work_dir = scratch.string();
   return confinement;
 }
 
 namespace {
 
+// The module name grader/CMakeLists.txt gives LibTorch's API in its module map.
+constexpr const char* kTorchApiModule = "grader_torch_api";
+
 // The precompiled header a C++ submission is compiled against: the
 // exercise's interface, or, for a submission that includes all of LibTorch's
-// C++ API (as most real code does), that API precompiled (with the prelude
-// and pch_support.h; the interface header is then force-included, before the
-// source): twice as fast as parsing <torch/torch.h>. Only the speed depends
-// on this guess. Empty where the exercise has none.
+// C++ API (as most real code does), that API as a prebuilt Clang module (with
+// the prelude and pch_support.h; the interface header is then force-included,
+// before the source): in a module, unlike a precompiled header, the vtables
+// the headers name are defined once, when it is built, not again in every
+// submission (docs/performance.md). Only the speed depends on this guess.
+// Empty where the exercise has none.
 fs::path precompiled_header(const Toolchain& toolchain, const Exercise& exercise, bool libtorch_api) {
   fs::path pch;
   auto found = toolchain.pchs.find(exercise.id);
@@ -654,14 +663,29 @@ fs::path precompiled_header(const Toolchain& toolchain, const Exercise& exercise
     throw GraderFault("the precompiled interface " + pch.string() + " is missing or older than " +
                       exercise.interface_header + ": rebuild the grader (./grade does it)");
   }
-  if (libtorch_api && !toolchain.torch_pch.empty()) {
-    if (!fs::exists(toolchain.torch_pch)) {
-      throw GraderFault("the precompiled LibTorch API " + toolchain.torch_pch +
+  if (libtorch_api && !toolchain.torch_module.empty()) {
+    if (!fs::exists(toolchain.torch_module)) {
+      throw GraderFault("LibTorch's API module " + toolchain.torch_module +
                         " is missing: rebuild the grader (./grade does it)");
     }
-    pch = toolchain.torch_pch;
+    pch = toolchain.torch_module;
   }
   return pch;
+}
+
+// The options that load `pch`: a precompiled header, or LibTorch's API
+// module, with only its map given (no module found by a path the source
+// names) and prebuilt (none is built in the sandbox), the prelude, one of its
+// headers, imported first.
+std::vector<std::string> pch_options(const Toolchain& toolchain, const fs::path& pch) {
+  if (pch != toolchain.torch_module) return {"-include-pch", pch.string()};
+  return {"-fmodules",
+          "-fno-implicit-modules",
+          "-fno-implicit-module-maps",
+          "-fmodule-map-file=" + toolchain.torch_module_map,
+          "-fmodule-file=" + std::string(kTorchApiModule) + "=" + pch.string(),
+          "-include",
+          toolchain.prelude};
 }
 
 // The C++ compiler's command for `source`, into work_dir's submission.o
@@ -674,15 +698,15 @@ std::vector<std::string> compiler_argv(const Toolchain& toolchain, const Exercis
   // The headers whose inline functions do an exercise's work come first, under
   // their real names (grader/prelude.h; inside the precompiled interface when there is one).
   if (!pch.empty()) {
-    argv.insert(argv.end(), {"-include-pch", pch.string()});
+    auto loads = pch_options(toolchain, pch);
+    argv.insert(argv.end(), loads.begin(), loads.end());
   } else if (!toolchain.prelude.empty()) {
     argv.insert(argv.end(), {"-include", toolchain.prelude});
   }
-  // Under LibTorch's precompiled API the interface comes next, before any
-  // line of the submission, as it does inside the exercise's own header.
-  if (!pch.empty() && pch == toolchain.torch_pch) {
+  // Under LibTorch's API module the interface comes next, before any line of
+  // the submission, as it does inside the exercise's own header.
+  if (pch == toolchain.torch_module)
     argv.insert(argv.end(), {"-include", (exercise.dir / exercise.interface_header).string()});
-  }
   argv.insert(argv.end(), {"-MF", (work_dir / "submission.d").string(), "-iquote", exercise.dir.string(), "-c",
                            source.string(), "-o", (work_dir / "submission.o").string()});
   return argv;
@@ -920,13 +944,14 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
       // doing. Its message can be imitated (#line, #error), so a suspicion is
       // settled by compiling an empty file against the same header.
       if (!pch.empty() && compiled.stderr_text.find(pch.string()) != std::string::npos) {
-        std::vector<std::string> probe = {toolchain.cxx,   "@" + toolchain.flags_file.string(),
-                                          "-include-pch",  pch.string(),
-                                          "-fsyntax-only", "-x",
-                                          "c++",           "/dev/null"};
+        std::vector<std::string> probe = {toolchain.cxx, "@" + toolchain.flags_file.string()};
+        for (const auto& option : pch_options(toolchain, pch)) probe.push_back(option);
+        probe.insert(probe.end(), {"-fsyntax-only", "-x", "c++", "/dev/null"});
         auto checked = step.run(probe);
         if (!checked.exited_cleanly()) {
-          throw GraderFault("the compiler refused the precompiled interface " + pch.string() + ": " +
+          throw GraderFault("the compiler refused the precompiled " +
+                            std::string(pch == toolchain.torch_module ? "LibTorch API " : "interface ") +
+                            pch.string() + ": " +
                             checked.stderr_text.substr(0, checked.stderr_text.find('\n')) +
                             " (rebuild the grader: ./grade does it)");
         }

@@ -205,7 +205,7 @@ Prepared prepare(const GradeOptions& options, bool compile_ahead, size_t runs) {
     if (auto found = built->find(p.exercise.id); found != built->end()) stamp(found->second);
   }
   if (!p.toolchain.pch_base.empty()) stamp(p.toolchain.pch_base);
-  if (!p.toolchain.torch_pch.empty()) stamp(p.toolchain.torch_pch);
+  if (!p.toolchain.torch_module.empty()) stamp(p.toolchain.torch_module);
   stamp(p.toolchain.runner);
 
   const auto& sandbox = options.sandbox;

@@ -40,12 +40,14 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.link_options.push_back(value);
     else if (key == "link_command")
       toolchain.link_command.push_back(value);
-    else if (key == "torch_pch")
-      toolchain.torch_pch = value;
+    else if (key == "torch_module")
+      toolchain.torch_module = value;
+    else if (key == "torch_module_map")
+      toolchain.torch_module_map = value;
     else if (key == "pch_base")
       toolchain.pch_base = value;
-    else if (key == "torch_pch_header")
-      toolchain.torch_pch_header = value;
+    else if (key == "torch_api_header")
+      toolchain.torch_api_header = value;
     else if (key == "nvcc")
       toolchain.nvcc = value;
     else if (key == "nvcc_arch")

@@ -21,7 +21,7 @@ struct Toolchain {
   // the driver's object file.
   std::map<std::string, std::filesystem::path> drivers;
   std::map<std::string, std::filesystem::path> pchs;     // exercise id -> precompiled interface header
-  // What every precompiled header above (and torch_pch) is built on, and reads: the prelude and pch_support.h.
+  // What every precompiled header above (and torch_module) is built on, and reads: the prelude and pch_support.h.
   std::string pch_base;
   bool seccomp = false;                                  // the runner has its system-call filter
   std::vector<std::string> library_dirs;                 // LibTorch's libraries (shown to the sandboxed runner)
@@ -31,8 +31,12 @@ struct Toolchain {
   // The linker's command that `cxx -shared -o @OUTPUT@ @OBJECT@ @LIBRARY@` plus
   // link_options runs (asked of the driver at configure time); empty: link through cxx.
   std::vector<std::string> link_command;
-  std::string torch_pch;  // LibTorch's whole C++ API (<torch/torch.h>) precompiled, or empty
-  std::string torch_pch_header;  // grader/torch_api_support.h: what torch_pch is built from
+  // LibTorch's whole C++ API (<torch/torch.h>) as a prebuilt Clang module
+  // (with the prelude and pch_support.h), its module map, and
+  // grader/torch_api_support.h, its last header; empty where there is none.
+  std::string torch_module;
+  std::string torch_module_map;
+  std::string torch_api_header;
   // For exercises whose learner file is a .cu: the CUDA compiler (empty: none
   // was found, and such files are not compiled), the GPU architecture it
   // compiles for ("90"), the toolkit's root (its headers may be included)

@@ -1,4 +1,4 @@
-// What LibTorch's precompiled C++ API (build/pch/torch.pch, for submissions
+// What LibTorch's C++ API module (build/pch/torch_api.pcm, for submissions
 // that include <torch/torch.h>) is built from: that header, then the
 // declarations below. Like pch_support.h, it changes nothing a submission can
 // write or observe; it moves work from every grade to the build.
