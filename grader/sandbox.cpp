@@ -184,6 +184,9 @@ std::string staged_copy(const std::string& path) {
     if (error) throw GraderFault("cannot copy " + path + " to " + temporary.string() + ": " + error.message());
     // The original's mode: an execute-only runner stays execute-only (grader/CMakeLists.txt).
     fs::permissions(temporary, static_cast<fs::perms>(info.st_mode & 0777) | fs::perms::owner_write, error);
+    // And its time: clang checks a precompiled header's or module's inputs by size and time.
+    const struct timespec times[2] = {info.st_atim, info.st_mtim};
+    utimensat(AT_FDCWD, temporary.c_str(), times, 0);
   }
   fs::rename(temporary, staged, error);
   if (error) throw GraderFault("cannot place " + staged.string() + ": " + error.message());
