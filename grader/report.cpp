@@ -161,10 +161,14 @@ size_t utf8_sequence(const std::string& text, size_t at, uint32_t& code_point) {
   return length;
 }
 
-// Characters that can reorder or hide what follows them on a terminal.
+// Characters that can reorder or hide what follows them on a terminal, and
+// Unicode's noncharacters (U+FDD0-U+FDEF, U+xFFFE, U+xFFFF: valid UTF-8, but
+// U+FFFE and U+FFFF are no XML character, so a JUnit file holding them is
+// refused by strict readers).
 bool hides_text(uint32_t c) {
   return (c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7f && c <= 0x9f) || c == 0x061c || c == 0x200e ||
-         c == 0x200f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+         c == 0x200f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) ||
+         (c >= 0xfdd0 && c <= 0xfdef) || (c & 0xfffe) == 0xfffe;
 }
 
 }  // namespace

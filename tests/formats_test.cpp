@@ -140,6 +140,33 @@ TEST(Formats, JUnitXml) {
   EXPECT_EQ(counts.errors, 1) << "no check ran: an error, not a pass";
 }
 
+// The first code point of `text` that XML 1.0 does not allow (its Char
+// production, which strict readers such as expat enforce), as U+XXXX; "" if none.
+std::string first_xml_illegal(const std::string& text) {
+  for (size_t at = 0; at < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[at]);
+    const size_t length = lead < 0x80 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
+    uint32_t c = length == 1 ? lead : length == 2 ? lead & 0x1f : length == 3 ? lead & 0x0f : lead & 0x07;
+    for (size_t i = 1; i < length && at + i < text.size(); ++i) c = (c << 6) | (text[at + i] & 0x3f);
+    const bool legal = c == 0x9 || c == 0xa || c == 0xd || (c >= 0x20 && c <= 0xd7ff) ||
+                       (c >= 0xe000 && c <= 0xfffd) || (c >= 0x10000 && c <= 0x10ffff);
+    if (!legal) return fmt::format("U+{:04X}", c);
+    at += length;
+  }
+  return "";
+}
+
+// Learner text holding noncharacters (U+FFFE, U+FFFF: valid UTF-8, not XML)
+// leaves a JUnit file every reader can parse.
+TEST(Formats, JUnitHoldsOnlyXmlCharacters) {
+  auto report = failed_grade();
+  report.program_stdout = "before \xef\xbf\xbe \xef\xbf\xbf \xef\xb7\x90 after";
+  report.checks[1].message = "your code threw: \xef\xbf\xbf";
+  const auto xml = render(report, "junit");
+  EXPECT_EQ(first_xml_illegal(xml), "") << xml;
+  EXPECT_NE(xml.find("\\ufffe"), std::string::npos) << "the character is shown escaped, not dropped";
+}
+
 // The four formats agree with the grader's own JSON on verdict and score.
 TEST(Formats, AgreeWithTheJsonReport) {
   for (auto report : {failed_grade(), compile_error()}) {
