@@ -71,21 +71,15 @@ void Kit::plan_isolation(std::vector<wire::Record>& cases, int64_t& case_seed) c
   for (const auto& check : exercise_.checks) {
     if (check.kind != "numerics") continue;
     const CaseSpec* smallest = nullptr;
-    int64_t smallest_size = 0;
     for (const auto& spec : cases_) {
       if (std::find(check.cases.begin(), check.cases.end(), spec.id) == check.cases.end()) continue;
-      int64_t size = 1;
-      for (const auto& [name, value] : spec.dims) size *= std::max<int64_t>(1, value);
-      if (!smallest || size < smallest_size) smallest = &spec, smallest_size = size;
+      if (!smallest || case_size(spec) < case_size(*smallest)) smallest = &spec;
     }
     if (smallest) bases.insert(smallest->id);
   }
   for (const auto& id : bases) {
     const auto base = planned_case(cases, id, "isolate");
-    Dims dims;
-    for (const auto& [key, value] : base.ints) {
-      if (key.rfind("dim.", 0) == 0) dims[key.substr(4)] = value;
-    }
+    const auto dims = dims_of(base);
     auto apply = [&](wire::Record& twin, const std::vector<std::pair<std::string, std::string>>& settings) {
       for (const auto& [name, value] : settings) {
         for (const auto& param : parameters_of({TensorSpec{name, {}, "randn", ""}}, dims)) {

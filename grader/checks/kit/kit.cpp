@@ -345,6 +345,20 @@ Kit::Kit(const Exercise& exercise, Reference reference, std::vector<std::string>
   }
 }
 
+Dims dims_of(const wire::Record& record) {
+  Dims dims;
+  for (const auto& [key, value] : record.ints) {
+    if (key.rfind("dim.", 0) == 0) dims[key.substr(4)] = value;
+  }
+  return dims;
+}
+
+int64_t case_size(const CaseSpec& spec) {
+  int64_t size = 1;
+  for (const auto& [name, value] : spec.dims) size *= std::max<int64_t>(1, value);
+  return size;
+}
+
 const wire::Record& planned_case(const std::vector<wire::Record>& cases, const std::string& id,
                                  const std::string& who) {
   auto found = std::find_if(cases.begin(), cases.end(), [&](const wire::Record& r) { return r.string("case") == id; });
@@ -627,12 +641,8 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
     // Dropouts held at 0 in every twin, never probed: "layers.{L}.dropout" stands for each layer's.
     std::vector<TensorSpec> held;
     for (const auto& path : option_list(check, "silence", "")) held.push_back(TensorSpec{path, {}, "randn", ""});
-    Dims dims;
-    for (const auto& [key, value] : base.ints) {
-      if (key.rfind("dim.", 0) == 0) dims[key.substr(4)] = value;
-    }
     std::string silenced;
-    for (const auto& path : parameters_of(held, dims)) silenced += path.name + " 0\n";
+    for (const auto& path : parameters_of(held, dims_of(base))) silenced += path.name + " 0\n";
     std::vector<std::string> sites = {""};  // "": every Dropout at 0
     sites.insert(sites.end(), paths.begin(), paths.end());
     for (const auto& site : sites) {
@@ -903,9 +913,7 @@ std::vector<std::string> Kit::cases_of(const CheckSpec& spec) const {
 
 CaseData Kit::data_of(const CaseRun& run) const {
   CaseData data;
-  for (const auto& [key, value] : run.request.ints) {
-    if (key.rfind("dim.", 0) == 0) data.dims[key.substr(4)] = value;
-  }
+  data.dims = dims_of(run.request);
   for (const auto& [key, tensor] : run.request.tensors) {
     auto converted = tensor.is_floating_point() ? tensor.to(at::kDouble) : tensor;
     if (key.rfind("input.", 0) == 0) data.inputs[key.substr(6)] = converted;
@@ -1052,8 +1060,7 @@ std::string Kit::smallest_failing(const std::string& check) const {
     if (own_fails && !own.count(spec.id)) continue;
     auto s = status(spec.id);
     if (s != CaseStatus::differs && s != CaseStatus::threw) continue;
-    int64_t size = 1;
-    for (const auto& [name, value] : spec.dims) size *= std::max<int64_t>(1, value);
+    const auto size = case_size(spec);
     if (best_size < 0 || size < best_size) {
       best_size = size;
       best = spec.id;

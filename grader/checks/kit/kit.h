@@ -273,6 +273,12 @@ std::string dropout_site_case(const std::string& id, const std::string& path);  
 // The p of the Dropout the driver found registered at `path`, if any.
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
 
+// A planned case's dimensions (its "dim.<name>" integers).
+Dims dims_of(const wire::Record& record);
+// A case's size, the product of its dimensions (a 0 counted as 1): what
+// "the smallest case" means.
+int64_t case_size(const CaseSpec& spec);
+
 // The planned case `id` among `cases` (for extra_cases that derive a twin
 // from it); throws ConfigError naming `who` when it is not planned.
 const wire::Record& planned_case(const std::vector<wire::Record>& cases, const std::string& id, const std::string& who);
