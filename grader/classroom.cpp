@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "discovery.h"
 #include "errors.h"
 #include "formats.h"
 
@@ -80,26 +81,6 @@ Shard shard_from_engine(const EnvLookup& env) {
       "GRADE_SHARD_COUNT, or CI_NODE_INDEX with CI_NODE_TOTAL); give --shard i/n instead");
 }
 
-void refuse_link(const fs::directory_entry& entry, const std::string& what) {
-  if (entry.is_symlink()) {
-    throw UsageError(entry.path().string() + " is a symbolic link: " + what +
-                     " are read from the class folder itself, never through links (copy it in instead)");
-  }
-}
-
-// The student's file for `exercise`, or empty.
-fs::path find_submission(const fs::path& student_dir, const Exercise& exercise) {
-  const auto& name = exercise.learner_files.front();
-  for (const auto& candidate : {student_dir / name, student_dir / "exercises" / exercise.id / name}) {
-    std::error_code error;
-    auto status = fs::symlink_status(candidate, error);
-    if (error || !fs::exists(status)) continue;
-    // A link or a folder is still this student's answer: grade() refuses it
-    // with a reason, which the gradebook shows.
-    return candidate;
-  }
-  return {};
-}
 
 Json read_json(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -131,6 +112,10 @@ bool has_score(const GradebookEntry& entry) {
   return entry.verdict != "grader_error" && entry.verdict != "usage_error" && entry.verdict != "not_graded";
 }
 
+// A grade that could not be assessed where it ran (a CUDA exercise on a
+// machine without a GPU) is outside the student's total: no score, no maximum.
+bool outside_total(const GradebookEntry& entry) { return entry.verdict == "not_assessed"; }
+
 }  // namespace
 
 std::string Shard::describe() const { return fmt::format("{}/{}", index + 1, count); }
@@ -159,11 +144,18 @@ std::vector<ClassItem> class_items(const fs::path& class_dir, const std::vector<
     throw UsageError("the class folder " + class_dir.string() + " is not a folder (expected one folder per student)");
   }
   std::vector<std::string> students;
+  std::map<std::string, std::string> linked;  // student -> where the folder's link leads
   for (const auto& entry : fs::directory_iterator(class_dir)) {
     auto name = entry.path().filename().string();
     if (name.empty() || name.front() == '.') continue;
-    refuse_link(entry, "students' folders");
-    if (entry.is_directory()) students.push_back(name);
+    if (entry.is_symlink()) {
+      // Graded as nobody's folder but its own: that student's row says why.
+      if (!entry.is_directory()) continue;
+      linked[name] = fs::read_symlink(entry.path(), error).string();
+      students.push_back(name);
+    } else if (entry.is_directory()) {
+      students.push_back(name);
+    }
   }
   if (students.empty()) throw UsageError("no student folders in " + class_dir.string());
   std::sort(students.begin(), students.end());
@@ -173,7 +165,17 @@ std::vector<ClassItem> class_items(const fs::path& class_dir, const std::vector<
   std::vector<ClassItem> items;
   for (const auto& student : students) {
     for (const auto* exercise : sorted) {
-      items.push_back({student, exercise->id, find_submission(class_dir / student, *exercise)});
+      ClassItem item{student, exercise->id, {}, {}, {}};
+      if (linked.count(student)) {
+        item.invalid = "the student's folder is a symbolic link (to " + linked.at(student) +
+                       "): a student's answers are read from a folder of the class itself (copy it in instead)";
+      } else {
+        auto found = find_answer(class_dir / student, *exercise);
+        item.submission = found.answer;
+        item.invalid = found.invalid;
+        item.warnings = found.warnings;
+      }
+      items.push_back(std::move(item));
     }
   }
   return items;
@@ -189,7 +191,7 @@ std::vector<ClassItem> batch_items(const std::vector<fs::path>& files, const std
       throw UsageError("--results: " + at->second.string() + " and " + file.string() + " would both be student '" +
                        student + "' (results are named by the file's stem)");
     }
-    items.push_back({student, exercise, file});
+    items.push_back({student, exercise, file, {}, {}});
   }
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.student < b.student; });
   return items;
@@ -202,19 +204,26 @@ fs::path result_file(const fs::path& results, const ClassItem& item) {
 std::string item_result(const ClassItem& item, const std::string& report_json) {
   auto json = Json::parse(report_json);
   json["student"] = item.student;
+  if (!item.warnings.empty()) json["warnings"] = item.warnings;
   return json_text(json);
 }
 
-std::string missing_result(const ClassItem& item, const Exercise& exercise) {
+std::string missing_result(const ClassItem& item, const Exercise& exercise, bool on_gpu) {
   Json json;
   json["exercise"] = item.exercise;
-  json["verdict"] = "no_submission";
-  json["summary"] = fmt::format("no {} (nor exercises/{}/{}) in the student's folder", exercise.learner_files.front(),
-                                exercise.id, exercise.learner_files.front());
+  if (!item.invalid.empty()) {
+    json["verdict"] = "invalid_submission";
+    json["summary"] = "not graded: " + item.invalid;
+  } else {
+    json["verdict"] = "no_submission";
+    json["summary"] = fmt::format("no {} (nor exercises/{}/{}) in the student's folder",
+                                  exercise.learner_files.front(), exercise.id, exercise.learner_files.front());
+  }
+  if (!item.warnings.empty()) json["warnings"] = item.warnings;
   json["checks"] = Json::array();
   json["focus_points"] = Json::array();
   json["score"] = 0;
-  json["max_score"] = exercise.max_score();
+  json["max_score"] = exercise.max_score(on_gpu);
   json["student"] = item.student;
   return json_text(json);
 }
@@ -316,6 +325,7 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
           cell.score = json.value("score", 0.0);
           cell.max_score = json.value("max_score", 0.0);
           cell.seed = json.value("seed", uint64_t{0});
+          cell.warnings = json.value("warnings", std::vector<std::string>{});
           const auto focus_points = json.value("focus_points", Json::array());
           for (const auto& focus : focus_points) {
             if (focus.value("status", "") == "missed") cell.missed.push_back(focus.value("id", ""));
@@ -405,20 +415,30 @@ std::string gradebook_csv(const Gradebook& book) {
     out += "," + csv_cell(exercise + " score") + "," + csv_cell(exercise + " verdict") + "," +
            csv_cell(exercise + " missed focus points");
   }
-  out += "\r\n";
+  out += ",warnings\r\n";
   for (const auto& [student, row] : book.students) {
     double score = 0, max_score = 0;
     bool complete = true;
-    std::string cells;
+    std::string cells, warnings;
     for (const auto& exercise : book.exercises) {
-      max_score += maximum_of(book, exercise);
       auto cell = row.find(exercise);
+      if (cell != row.end()) {
+        for (const auto& warning : cell->second.warnings) {
+          warnings += (warnings.empty() ? "" : "; ") + exercise + ": " + warning;
+        }
+      }
       if (cell == row.end()) {
+        max_score += maximum_of(book, exercise);
         complete = false;
         cells += ",," + csv_cell("not_graded") + ",";
         continue;
       }
       const auto missed = fmt::format("{}", fmt::join(cell->second.missed, ";"));
+      if (outside_total(cell->second)) {
+        cells += ",," + csv_cell(cell->second.verdict) + "," + csv_cell(missed);
+        continue;
+      }
+      max_score += maximum_of(book, exercise);
       if (has_score(cell->second)) {
         score += cell->second.score;
       } else {
@@ -428,7 +448,8 @@ std::string gradebook_csv(const Gradebook& book) {
                csv_cell(cell->second.verdict) + "," + csv_cell(missed);
     }
     // A total over an incomplete row would understate the student: left empty.
-    out += csv_cell(student) + "," + (complete ? number(score) : "") + "," + number(max_score) + cells + "\r\n";
+    out += csv_cell(student) + "," + (complete ? number(score) : "") + "," + number(max_score) + cells + "," +
+           csv_cell(warnings) + "\r\n";
   }
   return out;
 }
@@ -450,16 +471,20 @@ std::string student_json(const Gradebook& book, const std::string& student) {
     }
     const auto& entry = cell->second;
     Json item = {{"verdict", entry.verdict}};
-    if (has_score(entry)) {
+    const double maximum = outside_total(entry) ? 0 : maximum_of(book, exercise);
+    if (outside_total(entry)) {
+      // neither scored nor missing
+    } else if (has_score(entry)) {
       item["score"] = entry.score;
       score += entry.score;
     } else {
       complete = false;
     }
-    item["max_score"] = maximum_of(book, exercise);
-    max_score += maximum_of(book, exercise);
+    item["max_score"] = maximum;
+    max_score += maximum;
     item["missed_focus_points"] = entry.missed;
     item["summary"] = entry.summary;
+    if (!entry.warnings.empty()) item["warnings"] = entry.warnings;
     if (entry.seed) item["seed"] = entry.seed;
     if (!entry.result.empty()) item["result"] = entry.result.string();
     json["exercises"][exercise] = item;

@@ -47,14 +47,17 @@ std::vector<Item> shard_of(const std::vector<Item>& items, const Shard& shard) {
 struct ClassItem {
   std::string student;               // the student's folder name (or a batch file's stem)
   std::string exercise;              // exercise id
-  std::filesystem::path submission;  // empty: the student has no file for this exercise
+  std::filesystem::path submission;  // empty: the student has no file for this exercise (or an invalid one)
+  std::string invalid;               // why the student's input cannot be graded: invalid_submission
+  std::vector<std::string> warnings;  // what discovery did that the student should know (discovery.h)
 };
 
 // Every student folder of `class_dir` (hidden ones skipped) times every
 // exercise, sorted by student then exercise in byte order, so every machine
-// agrees. A student's file for an exercise is <student>/<learner file>, or,
-// in a clone of the learner repository, <student>/exercises/<id>/<learner
-// file>. Links are refused (UsageError), as for a single submission.
+// agrees. A student's file for an exercise is found by find_answer
+// (discovery.h); what keeps it from being graded (a folder that is a link, a
+// path leading out of the student's folder, two different answers) is that
+// student's item's `invalid`, never an error of the whole class.
 std::vector<ClassItem> class_items(const std::filesystem::path& class_dir, const std::vector<Exercise>& exercises);
 
 // A one-exercise batch as class items: each file is a student named by its stem.
@@ -67,8 +70,10 @@ std::filesystem::path result_file(const std::filesystem::path& results, const Cl
 // The grader's JSON report of an item (render_json or render_json_error),
 // with the student added: what result_file() holds.
 std::string item_result(const ClassItem& item, const std::string& report_json);
-// The result of an item without a submission.
-std::string missing_result(const ClassItem& item, const Exercise& exercise);
+// The result of an item without a submission (no_submission), or with one
+// that cannot be graded (invalid_submission, with the reason), on a machine
+// with a GPU or not (the maximum is what a full answer would earn there).
+std::string missing_result(const ClassItem& item, const Exercise& exercise, bool on_gpu);
 
 // What a finished shard leaves in <results>/.shards/: the whole split (every
 // student and exercise of the class, so any manifest tells what a complete
@@ -81,13 +86,14 @@ std::string shard_manifest(const Shard& shard, const std::vector<ClassItem>& all
 
 // One cell of the gradebook.
 struct GradebookEntry {
-  std::string verdict;  // a grader verdict, "no_submission", or "usage_error"
+  std::string verdict;  // a grader verdict, "no_submission", "invalid_submission", or "usage_error"
   double score = 0;
   double max_score = 0;
   std::vector<std::string> missed;  // focus points reported missed
   std::string summary;
   uint64_t seed = 0;
   std::filesystem::path result;  // the result file it was read from
+  std::vector<std::string> warnings;  // what discovery found (a misnamed file, a second copy)
 };
 
 struct Gradebook {

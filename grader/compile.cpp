@@ -350,21 +350,17 @@ std::string trim_diagnostics(const std::string& text, const std::string& scratch
   return out;
 }
 
-bool is_cuda_exercise(const Exercise& exercise) {
-  return !exercise.learner_files.empty() && fs::path(exercise.learner_files.front()).extension() == ".cu";
-}
-
 std::string read_submission(const fs::path& file) {
   // O_NONBLOCK: a FIFO must not hang the grader at open; fstat refuses it below.
   int fd = open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ELOOP) {
-      throw UsageError(file.string() +
+      throw InvalidSubmission(file.string() +
                        " is a symbolic link: give the file itself (the grader does not follow links, so a "
                        "submission cannot point it at a file its author may not read)");
     }
-    if (errno == ENOENT) throw UsageError("submission file not found: " + file.string());
-    throw UsageError("cannot read the submission " + file.string() + ": " + std::strerror(errno));
+    if (errno == ENOENT) throw InvalidSubmission("submission file not found: " + file.string());
+    throw InvalidSubmission("cannot read the submission " + file.string() + ": " + std::strerror(errno));
   }
   std::string text;
   struct stat info {};
@@ -379,9 +375,9 @@ std::string read_submission(const fs::path& file) {
     if (got < 0) regular = false;
   }
   close(fd);
-  if (!regular) throw UsageError("the submission " + file.string() + " is not a regular, readable file");
+  if (!regular) throw InvalidSubmission("the submission " + file.string() + " is not a regular, readable file");
   if (!small || text.size() > kMaxSubmissionBytes) {
-    throw UsageError("the submission " + file.string() + " is larger than " +
+    throw InvalidSubmission("the submission " + file.string() + " is larger than " +
                      std::to_string(kMaxSubmissionBytes / 1024) + " KB; it should be a single source file");
   }
   return text;
@@ -760,7 +756,7 @@ std::string without_stub_lines(const std::string& text, const fs::path& stub) {
 
 EarlyCompile::EarlyCompile(const Toolchain& toolchain, const Exercise& exercise, const fs::path& work_dir,
                            bool libtorch_api, const SandboxStatus& sandbox, const Confinement& confinement) {
-  if (is_cuda_exercise(exercise)) return;  // nvcc: not started ahead
+  if (exercise.gpu_only()) return;  // nvcc: not started ahead
   // Its paths are written into #include and #line, which cannot hold every character.
   if (work_dir.string().find_first_of("\"\\\n") != std::string::npos) return;
   pch_ = precompiled_header(toolchain, exercise, libtorch_api);
@@ -802,7 +798,7 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
     throw GraderFault(exercise.id + " is not built yet (" + driver->second.string() + " is missing): `./grade " +
                       exercise.id + "` builds it");
   }
-  const bool cuda = is_cuda_exercise(exercise);
+  const bool cuda = exercise.gpu_only();
   if (cuda && toolchain.nvcc.empty()) {
     // No nvcc: the learner's file is not compiled (a grader without nvcc
     // must not call it failed). The driver alone, marked so, answers every

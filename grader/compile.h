@@ -31,9 +31,6 @@ struct CompileResult {
   std::string not_compiled;
 };
 
-// Whether the exercise's learner file is CUDA (compiled with the toolchain's nvcc).
-bool is_cuda_exercise(const Exercise& exercise);
-
 // A submission as read by read_submission: where it came from (what the
 // learner is shown) and its text, read once.
 struct Submission {

@@ -75,9 +75,19 @@ class Reader {
 
 }  // namespace
 
-double Exercise::max_score() const {
+bool Exercise::gpu_only() const {
+  return !learner_files.empty() && fs::path(learner_files.front()).extension() == ".cu";
+}
+
+bool Exercise::needs_gpu(const CheckSpec& check) const {
+  return check.kind == "gpu_execution" || (gpu_only() && check.kind != "compiles");
+}
+
+double Exercise::max_score(bool on_gpu) const {
   double total = 0;
-  for (const auto& check : checks) total += check.weight;
+  for (const auto& check : checks) {
+    if (!check.informational && (on_gpu || !needs_gpu(check))) total += check.weight;
+  }
   return total;
 }
 
@@ -466,10 +476,19 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
         read.fail("check '" + spec.id + "': weight must be a positive number");
       }
     }
+    if (node["informational"]) {
+      const auto flag = node["informational"].Scalar();
+      if (flag != "true" && flag != "false") read.fail("check '" + spec.id + "': informational must be true or false");
+      spec.informational = flag == "true";
+      if (spec.informational && node["weight"]) {
+        read.fail("check '" + spec.id + "': an informational check is outside the score, so it has no weight");
+      }
+      if (spec.informational) spec.weight = 0;
+    }
     for (const auto& entry : node) {
       auto key = entry.first.as<std::string>();
       if (key == "id" || key == "focus_point" || key == "covers" || key == "title" || key == "kind" || key == "cases" ||
-          key == "weight")
+          key == "weight" || key == "informational")
         continue;
       if (entry.second.IsScalar()) {
         spec.options[key] = entry.second.Scalar();

@@ -24,6 +24,9 @@ struct CheckSpec {
   std::string kind;                            // which kit check runs it (default: the id)
   std::vector<std::string> cases;              // the cases it judges, by id (kit checks)
   double weight = 1;                           // its share of the score (`weight:`, default 1)
+  // `informational: true`: a measurement shown beside the grade (a bandwidth)
+  // that is outside the score and never decides a verdict or a focus point.
+  bool informational = false;
   std::map<std::string, std::string> options;  // further scalars; a mapping's entries as "key.sub"
   std::string option(const std::string& key, const std::string& fallback = "") const {
     auto found = options.find(key);
@@ -169,7 +172,13 @@ struct Exercise {
   const CheckSpec& check(const std::string& id) const;
   const Mistake& mistake(const std::string& id) const;
   const Tolerance& tolerance(const std::string& dtype) const;
-  double max_score() const;  // the weights of all its checks
+  // A CUDA exercise (its learner file is .cu): only its compile runs without a GPU.
+  bool gpu_only() const;
+  // Whether `check` can only be assessed where a GPU runs the learner's code.
+  bool needs_gpu(const CheckSpec& check) const;
+  // The score a full answer earns on a grade with or without a GPU: the
+  // weights of the checks that can run there, informational ones left out.
+  double max_score(bool on_gpu) const;
   std::filesystem::path learner_file() const { return dir / learner_files.front(); }
 };
 

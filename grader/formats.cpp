@@ -55,6 +55,20 @@ std::string test_name(const CheckResult& check) {
 
 double ratio(const GradeReport& report) { return report.max_score > 0 ? report.score() / report.max_score : 0; }
 
+// The checks outside the score (informational, or needing a GPU this grade
+// did not have), one line each: a note beside the tests, never a test.
+std::string outside_score_note(const GradeReport& report) {
+  std::string note;
+  for (const auto& check : report.checks) {
+    if (report.scored(check)) continue;
+    const char* why = check.informational ? "informational, outside the score"
+                      : check.needs_gpu   ? "not assessed here, outside the score"
+                                          : "not assessed here";
+    note += "\n" + check.id + " (" + why + "): " + check.message;
+  }
+  return note.empty() ? note : "\n" + note;
+}
+
 size_t task_of(const GradeReport& report, const CheckResult& check) {
   for (size_t i = 0; i < report.focus_points.size(); ++i) {
     if (report.focus_points[i].point.id == check.focus_point) return i + 1;
@@ -71,14 +85,22 @@ std::string exercism(const GradeReport& report) {
     json["tests"] = Json::array();
     return json_text(json);
   }
+  // Not assessed here (a CUDA exercise without a GPU): the tests could not
+  // run, which is Exercism's error, with the reason.
+  if (report.verdict == Verdict::not_assessed) {
+    json["status"] = "error";
+    json["message"] = report.summary;
+    json["tests"] = Json::array();
+    return json_text(json);
+  }
   json["status"] = report.verdict == Verdict::passed ? "pass" : "fail";
   if (report.verdict != Verdict::passed) json["message"] = report.summary;
   json["tests"] = Json::array();
   for (const auto& check : report.checks) {
     // Exercism's statuses are pass, fail and error, and a pass means every
-    // test passed: a check that needs a GPU, skipped on a grade without one,
-    // is left out rather than shown as an error of a passing grade.
-    if (check.status == CheckStatus::skipped && check.needs_gpu) continue;
+    // test passed: a check outside the score (informational, or needing a GPU
+    // the grade did not have) is left out rather than shown as an error.
+    if (!report.scored(check)) continue;
     Json test;
     test["name"] = test_name(check);
     test["status"] = check.status == CheckStatus::passed   ? "pass"
@@ -98,11 +120,12 @@ std::string gradescope(const GradeReport& report) {
   json["score"] = report.score();
   json["max_score"] = report.max_score;
   json["execution_time"] = static_cast<int64_t>(std::ceil(report.total_seconds));
-  json["output"] = nothing_ran(report) ? stopped_output(report) : report.summary;
+  json["output"] = nothing_ran(report) ? stopped_output(report) : report.summary + outside_score_note(report);
   json["visibility"] = "visible";
   json["stdout_visibility"] = "hidden";
   json["tests"] = Json::array();
   for (const auto& check : report.checks) {
+    if (!report.scored(check)) continue;  // in the output's note: never a failed test
     const bool passed = report.credits(check);
     Json test;
     test["name"] = test_name(check);
@@ -123,18 +146,21 @@ std::string prairielearn(const GradeReport& report) {
   Json json;
   // A submission that does not compile is not gradable (it costs no attempt);
   // neither is one the grader itself failed on.
-  json["gradable"] = report.verdict != Verdict::compile_error && report.verdict != Verdict::grader_error;
+  json["gradable"] = report.verdict != Verdict::compile_error && report.verdict != Verdict::grader_error &&
+                     report.verdict != Verdict::not_assessed;
+  // PrairieLearn shows why a submission could not be graded from format_errors.
+  if (!json["gradable"].get<bool>()) json["format_errors"] = Json::array({report.summary});
   json["score"] = ratio(report);
   json["message"] = report.summary;
   json["output"] = nothing_ran(report) ? stopped_output(report) : report.program_stdout;
   json["tests"] = Json::array();
   for (const auto& check : report.checks) {
-    const bool passed = report.credits(check);
+    const bool passed = report.credits(check) && report.scored(check);
     Json test;
     test["name"] = test_name(check);
     test["description"] = "focus point: " + check.focus_point;
     test["points"] = passed ? check.weight : 0.0;
-    test["max_points"] = check.weight;
+    test["max_points"] = report.scored(check) ? check.weight : 0.0;  // outside the score: a note of 0 points
     test["message"] = check.status == CheckStatus::skipped ? "not assessed: " + check.message : check.message;
     test["output"] = details(check);
     json["tests"].push_back(test);
@@ -188,12 +214,17 @@ std::string junit(const GradeReport& report) {
     // Checks are judged together after one run of every case: no time of their own.
     testcase->SetAttribute("time", "0.000");
     ++tests;
-    if (check.status == CheckStatus::skipped) {
+    if (check.informational && check.status != CheckStatus::skipped) {
+      // A measurement beside the grade: its figure, never a failure.
+      auto* out = doc.NewElement("system-out");
+      out->SetText(printable(details(check)).c_str());
+      testcase->InsertEndChild(out);
+    } else if (check.status == CheckStatus::skipped) {
       auto* skip = doc.NewElement("skipped");
       skip->SetAttribute("message", printable(check.message).c_str());
       testcase->InsertEndChild(skip);
       ++skipped;
-    } else if (!report.credits(check)) {
+    } else if (!report.credits(check) && report.verdict != Verdict::not_assessed) {
       // A passed check of forbidden code does not pass: the verdict overrides it.
       const bool overridden = check.status == CheckStatus::passed;
       auto* failure = doc.NewElement("failure");
@@ -208,7 +239,9 @@ std::string junit(const GradeReport& report) {
   }
   // Not passed, and no check failed (every one skipped: no GPU, no nvcc): one
   // error says why, so a CI never counts the grade as green.
-  if (report.verdict != Verdict::passed && failures == 0 && errors == 0) grade_error(std::nullopt);
+  // A grade not assessed here (a CUDA exercise without a GPU) stays skipped: neither red nor green.
+  if (report.verdict != Verdict::passed && report.verdict != Verdict::not_assessed && failures == 0 && errors == 0)
+    grade_error(std::nullopt);
   if (!report.program_stdout.empty()) {
     auto* out = doc.NewElement("system-out");
     out->SetText(printable(report.program_stdout).c_str());
@@ -290,7 +323,10 @@ std::string render_error(const std::string& exercise, const std::string& verdict
   GradeReport report;
   report.exercise = exercise;
   report.verdict = Verdict::grader_error;
-  report.summary = (verdict == "usage_error" ? "usage error: " : "grader error: ") + message;
+  report.summary = (verdict == "usage_error"          ? "usage error: "
+                    : verdict == "invalid_submission" ? "invalid submission: "
+                                                      : "grader error: ") +
+                   message;
   return render(report, format);
 }
 

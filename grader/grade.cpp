@@ -21,6 +21,7 @@
 #include "seed.h"
 #include "speed.h"
 #include "toolchain.h"
+#include "verdict.h"
 #include "wire.h"
 
 namespace grader {
@@ -260,7 +261,7 @@ struct GradeInProgress {
     const auto& exercise = prepared.exercise;
     report.exercise = exercise.id;
     report.title = exercise.title;
-    report.max_score = exercise.max_score();
+    report.max_score = exercise.max_score(prepared.target.on_gpu());
     report.submission = submission.path.string();
     report.seed = options.seed ? *options.seed : default_seed(exercise.definition, submission.text);
     report.device = prepared.target.device;
@@ -272,6 +273,8 @@ struct GradeInProgress {
     report.verdict = verdict;
     report.summary = std::move(summary);
     report.assess_focus_points(prepared.exercise.focus_points);
+    // Nothing could be assessed here: no score, and no maximum to fall short of.
+    if (verdict == Verdict::not_assessed) report.max_score = 0;
     // A pass says what it did not show: those points are not met.
     if (verdict == Verdict::passed) {
       std::string unassessed;
@@ -312,7 +315,7 @@ struct GradeInProgress {
                       "Your code names a built-in that does the exercise for you (the compiler calls it a poisoned "
                       "identifier, above); build it from basic operations (matmul, softmax, masked_fill, ...).");
       }
-      return finish(Verdict::compile_error, "Your code does not compile; the compiler's messages are above.");
+      return finish(Verdict::compile_error, "Your code does not compile: the compiler's messages say where and why.");
     }
 
     // Code that defines or calls the grader's own functions (grader/compile.cpp's
@@ -441,6 +444,7 @@ struct GradeInProgress {
       input.cases[id] = CaseRun{requests[i], responses[i]};
     }
     report.checks = suite->judge(input);
+    mark_score_scope(report.checks, exercise, prepared.target.on_gpu());
     if (options.figures) {
       try {
         report.figures = suite->figures(input);
@@ -461,16 +465,16 @@ struct GradeInProgress {
       }
     }
 
-    size_t failed = 0, gpu_skipped = 0;
-    for (const auto& check : report.checks) {
-      const bool for_lack_of_gpu = check.status == CheckStatus::skipped && check.needs_gpu;
-      gpu_skipped += for_lack_of_gpu;
-      failed += check.status != CheckStatus::passed && !for_lack_of_gpu;
+    report.assess_focus_points(exercise.focus_points);
+    const auto tally = verdict_of_checks(report.checks, report.focus_points);
+    if (tally.verdict == Verdict::not_assessed) {
+      return finish(Verdict::not_assessed,
+                    fmt::format("Not assessed here: {} check(s) need a GPU to run your code ({}); nothing was found "
+                                "wrong, and nothing was shown to work. Grade it on a machine with a GPU (README: "
+                                "grading on a GPU).",
+                                tally.gpu_skipped, report.no_gpu));
     }
-    // A skipped check blocks a pass too: what was not assessed was not shown to
-    // work. Checks that need a GPU, on a grade without one, are the exception:
-    // the pass says they were not run.
-    if (failed == 0 && gpu_skipped == 0) {
+    if (tally.verdict == Verdict::passed && tally.gpu_skipped == 0) {
       auto passed = finish(Verdict::passed, "Every check passed.");
       if (speed_request) {
         passed.speed = time_forward(runner_spec(prepared, sandbox, {*speed_request}), exercise, *speed_request);
@@ -478,16 +482,18 @@ struct GradeInProgress {
       }
       return passed;
     }
-    if (failed == 0) {
-      return finish(Verdict::passed, "Every check that runs without a GPU passed; " + std::to_string(gpu_skipped) +
-                                         " GPU check(s) skipped: not GPU-verified (" + report.no_gpu + ").");
+    if (tally.verdict == Verdict::passed) {
+      return finish(Verdict::passed, "Every check that runs without a GPU passed; " +
+                                         std::to_string(tally.gpu_skipped) +
+                                         " GPU check(s) not run and left out of the score: not GPU-verified (" +
+                                         report.no_gpu + ").");
     }
     auto verdict = finish(Verdict::failed, "");
     if (speed_request) verdict.speed.note = "not timed: the speed run follows a pass (timing wrong code says nothing)";
     size_t missed = 0;
     for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;
     const auto first_skip = std::find_if(report.checks.begin(), report.checks.end(),
-                                         [](const CheckResult& c) { return c.status == CheckStatus::skipped; });
+                                         [](const CheckResult& c) { return c.status == CheckStatus::skipped && !c.needs_gpu; });
     const bool none_failed = std::none_of(report.checks.begin(), report.checks.end(),
                                           [](const CheckResult& c) { return c.status == CheckStatus::failed; });
     if (missed > 0) {
@@ -499,7 +505,7 @@ struct GradeInProgress {
       verdict.summary = fmt::format(
           "Not assessed: {} check(s) could not run here ({}); nothing was found wrong with "
           "your code, and nothing was shown to work.",
-          failed, first_skip->message);
+          tally.unrun, first_skip->message);
     } else if (!none_failed) {
       verdict.summary =
           "Some checks failed for a cause the grader could not tie to one focus point (below, with the "

@@ -48,6 +48,7 @@ int list(const fs::path& root) {
     auto found = progress.exercises.find(exercise.id);
     std::string status =
         found == progress.exercises.end() || found->second.status.empty() ? "not started" : found->second.status;
+    std::replace(status.begin(), status.end(), '_', ' ');
     const bool missed = found != progress.exercises.end() && !found->second.missed.empty();
     passed += status == "passed";
     std::cout << fmt::format("{:<{}}  {:<11}  {}{}\n", exercise.id, width, status, exercise.title,

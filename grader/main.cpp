@@ -89,7 +89,7 @@ void grade_batch(std::vector<BatchItem>& items, const grader::GradeOptions& base
     for (size_t g = next++; g < groups.size(); g = next++) {
       const auto [first, last] = groups[g];
       auto& head = items[first];
-      if (head.item.submission.empty()) {
+      if (head.item.submission.empty() || !head.item.invalid.empty()) {
         head.exit_code = grader::kExitNotPassed;
         continue;
       }
@@ -108,6 +108,12 @@ void grade_batch(std::vector<BatchItem>& items, const grader::GradeOptions& base
         for (size_t i = first; i < last; ++i) {
           items[i].report = std::move(reports[i - first]);
           items[i].exit_code = grader::exit_code_for(items[i].report->verdict);
+        }
+      } catch (const grader::InvalidSubmission& error) {
+        // The student's input, not the grader or the command: that student's row.
+        for (size_t i = first; i < last; ++i) {
+          items[i].item.invalid = error.what();
+          items[i].exit_code = grader::kExitNotPassed;
         }
       } catch (const grader::Error& error) {
         for (size_t i = first; i < last; ++i) {
@@ -134,6 +140,9 @@ std::string error_verdict(int exit_code) {
 // One item of a batch in `format` (its report, or the error that kept it from one).
 std::string item_report(const BatchItem& item, const std::string& format = "json") {
   if (item.report) return grader::render(*item.report, format);
+  if (!item.item.invalid.empty()) {
+    return grader::render_error(item.item.exercise, "invalid_submission", item.item.invalid, format);
+  }
   return grader::render_error(item.item.exercise, error_verdict(item.exit_code),
                               item.item.submission.string() + ": " + item.error, format);
 }
@@ -186,19 +195,25 @@ void try_report_error(const std::function<void(const std::string&, const std::st
 std::string batch_table(const std::vector<BatchItem>& items) {
   size_t width = 10;
   for (const auto& item : items) width = std::max(width, grader::printable(item.label).size());
-  std::string out = fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", "submission", width, "verdict", "checks", "time",
+  std::string out = fmt::format("{:<{}}  {:<18} {:>7}  {:>6}  {}\n", "submission", width, "verdict", "checks", "time",
                                 "missed focus points / reason");
   size_t passed = 0;
   // Every cell that comes from a submission (its file name, its messages) is made printable.
   for (const auto& item : items) {
     auto name = grader::printable(item.label);
+    if (!item.item.invalid.empty()) {
+      out += fmt::format("{:<{}}  {:<18} {:>7}  {:>6}  {}\n", name, width, "invalid_submission", "-", "-",
+                         grader::printable(grader::capped(item.item.invalid, 160)));
+      continue;
+    }
     if (item.item.submission.empty()) {
-      out += fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", name, width, "no_submission", "-", "-",
-                         "no file for this exercise");
+      out += fmt::format("{:<{}}  {:<18} {:>7}  {:>6}  {}\n", name, width, "no_submission", "-", "-",
+                         item.item.warnings.empty() ? std::string("no file for this exercise")
+                                                    : grader::printable(item.item.warnings.front()));
       continue;
     }
     if (!item.report) {
-      out += fmt::format("{:<{}}  {:<14} {:>7}  {:>6}  {}\n", name, width, error_verdict(item.exit_code), "-", "-",
+      out += fmt::format("{:<{}}  {:<18} {:>7}  {:>6}  {}\n", name, width, error_verdict(item.exit_code), "-", "-",
                          grader::printable(item.error));
       continue;
     }
@@ -213,7 +228,7 @@ std::string batch_table(const std::vector<BatchItem>& items) {
     if (missed.empty() && report.verdict != grader::Verdict::passed) {
       missed = grader::printable(grader::capped(report.summary, 100));
     }
-    out += fmt::format("{:<{}}  {:<14} {:>7}  {:>5.1f}s  {}\n", name, width, grader::verdict_name(report.verdict),
+    out += fmt::format("{:<{}}  {:<18} {:>7}  {:>5.1f}s  {}\n", name, width, grader::verdict_name(report.verdict),
                        report.checks.empty() ? "-" : fmt::format("{}/{}", ok, report.checks.size()),
                        report.total_seconds, missed);
   }
@@ -337,7 +352,7 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
     if (!results.empty()) {
       all = grader::batch_items(files, options.exercise);
     } else {
-      for (const auto& file : files) all.push_back({file.stem().string(), options.exercise, file});
+      for (const auto& file : files) all.push_back({file.stem().string(), options.exercise, file, {}, {}});
     }
     for (const auto& file : files) options.hide.push_back(file.parent_path());  // no submission may read another
   }
@@ -381,12 +396,16 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
     }
   }
   grader::reap_orphans();  // no grade is running now: whatever is left can go
+  // The maxima are what a full answer earns where these grades ran.
+  const bool on_gpu = grader::resolve_target(options.device).on_gpu();
   // What an item's result file holds: its report with the student, or that it was not handed in.
   auto result_text = [&](const BatchItem& item) {
-    if (!item.item.submission.empty()) return grader::item_result(item.item, item_report(item));
+    if (!item.item.submission.empty() && item.item.invalid.empty()) {
+      return grader::item_result(item.item, item_report(item));
+    }
     const auto& exercise =
         *std::find_if(exercises.begin(), exercises.end(), [&](const auto& e) { return e.id == item.item.exercise; });
-    return grader::missing_result(item.item, exercise);
+    return grader::missing_result(item.item, exercise, on_gpu);
   };
   // Made once: a result file and a class's JSON array say the same.
   std::vector<std::string> texts;
@@ -402,14 +421,15 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
       auto file = grader::result_file(results, item.item);
       fs::create_directories(file.parent_path());
       grader::write_report_file(file, texts[i]);
-      verdicts.push_back(item.item.submission.empty() ? "no_submission"
-                         : item.report                ? grader::verdict_name(item.report->verdict)
-                                                      : error_verdict(item.exit_code));
+      verdicts.push_back(!item.item.invalid.empty()  ? "invalid_submission"
+                         : item.item.submission.empty() ? "no_submission"
+                         : item.report                  ? grader::verdict_name(item.report->verdict)
+                                                        : error_verdict(item.exit_code));
       graded.push_back(item.item);
     }
     auto manifest = grader::manifest_file(results, shard);
     std::map<std::string, double> max_scores;
-    for (const auto& exercise : exercises) max_scores[exercise.id] = exercise.max_score();
+    for (const auto& exercise : exercises) max_scores[exercise.id] = exercise.max_score(on_gpu);
     grader::write_report_file(manifest, grader::shard_manifest(shard, all, graded, verdicts, max_scores));
   }
   int exit_code = 0;
@@ -424,7 +444,14 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
   } else {
     std::cout << batch_table(items);
   }
-  for (const auto& item : items) exit_code = std::max(exit_code, item.exit_code);
+  for (const auto& item : items) exit_code = grader::worse_exit(exit_code, item.exit_code);
+  // A class (or a batch into --results) succeeds when every student was
+  // graded, whatever their verdicts: what is left is a fault a re-run can fix
+  // (the grader's: 3), or a usage error of the command (2). A Kubernetes Job
+  // or CI step then fails only for those.
+  if ((class_mode || !results.empty()) && exit_code != grader::kExitGraderFault && exit_code != grader::kExitUsage) {
+    exit_code = grader::kExitPassed;
+  }
   return exit_code;
 }
 
@@ -452,7 +479,9 @@ static int run(int argc, char** argv) {
       "  grade watch EXERCISE            grade again each time you save the file (Ctrl-C stops; --manual: Enter)\n"
       "  grade interview [EXERCISE]      a timed mock interview: the task, a grade on submit, follow-up questions\n"
       "                                  on what the grade found (--minutes N, --answers FILE); --report: readiness\n"
-      "  grade sandbox                   say what isolates learner code here (exit 0: complete)"};
+      "  grade sandbox                   say what isolates learner code here (exit 0: complete)\n"
+      "  ./grade package gradescope|exercism|prairielearn EXERCISE... --to DIR\n"
+      "                                  what a grading platform runs: its entry point and the grader's sources"};
   app.name("grade");
   grader::GradeOptions options;
   std::vector<std::string> submissions;

@@ -59,7 +59,7 @@ Progress from_json(const Json& json) {
   for (const auto& [id, entry] : json["exercises"].items()) {
     ExerciseProgress item;
     item.status = entry.at("status").get<std::string>();
-    if (item.status != "passed" && item.status != "failing" && !item.status.empty()) {
+    if (item.status != "passed" && item.status != "failing" && item.status != "not_assessed" && !item.status.empty()) {
       throw std::runtime_error("unknown status " + item.status);
     }
     item.hints_seen = entry.value("hints_seen", std::map<std::string, int>{});
@@ -190,7 +190,13 @@ std::string record_grade(const fs::path& file, const GradeReport& report) {
   return update(file, [&](Progress& progress) {
     auto& item = progress.exercises[report.exercise];
     const auto now = utc_now();
-    item.status = report.verdict == Verdict::passed ? "passed" : "failing";
+    // Not assessed here (a CUDA kernel without a GPU) says nothing against an
+    // earlier pass, and is not failing.
+    if (report.verdict != Verdict::not_assessed) {
+      item.status = report.verdict == Verdict::passed ? "passed" : "failing";
+    } else if (item.status != "passed") {
+      item.status = "not_assessed";
+    }
     item.missed.clear();
     for (const auto& focus : report.focus_points) {
       if (focus.status == FocusStatus::missed) item.missed.push_back(focus.point.id);

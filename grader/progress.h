@@ -1,4 +1,4 @@
-// The learner's progress: per exercise, not started / failing / passed and
+// The learner's progress: per exercise, not started / failing / passed / not assessed and
 // the focus points still missed, kept in one JSON file that every grade of
 // the learner's own file updates (README: Your progress). Updates are
 // read-modify-write under a lock, and the file is replaced whole (written
@@ -17,7 +17,7 @@
 namespace grader {
 
 struct ExerciseProgress {
-  std::string status;               // "passed", "failing", or empty: not graded yet
+  std::string status;               // "passed", "failing", "not_assessed" (no GPU for a CUDA exercise), or empty: not graded yet
   std::vector<std::string> missed;  // focus points missed at the last grade
   std::string last_graded;          // UTC, ISO 8601
   std::string first_passed;         // UTC, ISO 8601; empty: never passed

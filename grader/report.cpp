@@ -7,6 +7,7 @@
 #include <set>
 
 #include "errors.h"
+#include "verdict.h"
 
 namespace grader {
 
@@ -15,6 +16,7 @@ FocusStatus focus_status(const std::string& point, const std::vector<CheckResult
   bool shown = false, unassessed = false;
   for (size_t i = 0; i < checks.size(); ++i) {
     const auto& check = checks[i];
+    if (check.informational) continue;  // a measurement beside the grade shows nothing of a point
     const bool counts = check.focus_point == point || std::find(check.also_against.begin(), check.also_against.end(),
                                                                 point) != check.also_against.end();
     const bool covers = std::find(check.covers.begin(), check.covers.end(), point) != check.covers.end();
@@ -55,9 +57,11 @@ bool GradeReport::credits(const CheckResult& check) const {
   return check.status == CheckStatus::passed && (verdict == Verdict::passed || verdict == Verdict::failed);
 }
 
+bool GradeReport::scored(const CheckResult& check) const { return in_score(check) && verdict != Verdict::not_assessed; }
+
 double GradeReport::score() const {
   double points = 0;
-  for (const auto& check : checks) points += credits(check) ? check.weight : 0;
+  for (const auto& check : checks) points += credits(check) && scored(check) ? check.weight : 0;
   return points;
 }
 
@@ -81,6 +85,8 @@ std::string verdict_name(Verdict verdict) {
       return "forbidden";
     case Verdict::grader_error:
       return "grader_error";
+    case Verdict::not_assessed:
+      return "not_assessed";
   }
   return "grader_error";
 }
@@ -124,6 +130,8 @@ int exit_code_for(Verdict verdict) {
       return kExitPassed;
     case Verdict::grader_error:
       return kExitGraderFault;
+    case Verdict::not_assessed:
+      return kExitNotAssessed;
     default:
       return kExitNotPassed;
   }
@@ -234,8 +242,13 @@ std::string render_text(const GradeReport& report, bool color) {
                                 [](const auto& c) { return c.status == CheckStatus::passed; });
   auto verdict = verdict_name(report.verdict);
   // The verdict and the one thing to do first, before the details.
-  out += p.bold("Verdict: ") + (report.verdict == Verdict::passed ? p.green(verdict) : p.red(verdict));
-  if (!report.checks.empty()) out += fmt::format(" ({} of {} checks passed)", passed, report.checks.size());
+  out += p.bold("Verdict: ") + (report.verdict == Verdict::passed         ? p.green(verdict)
+                                : report.verdict == Verdict::not_assessed ? p.yellow(verdict)
+                                                                          : p.red(verdict));
+  if (!report.checks.empty()) {
+    out += fmt::format(" ({} of {} checks passed; score {:g} of {:g})", passed, report.checks.size(), report.score(),
+                       report.max_score);
+  }
   out += "\n" + printable(report.summary) + "\n";
   for (const auto& focus : report.focus_points) {
     if (focus.status != FocusStatus::missed || focus.failed.empty()) continue;
@@ -345,6 +358,7 @@ std::string render_json(const GradeReport& report) {
     if (!check.also_mistakes.empty()) item["also_mistakes"] = check.also_mistakes;
     if (!check.blames_focus) item["blames_focus"] = false;
     if (check.needs_gpu) item["needs_gpu"] = true;
+    if (check.informational) item["informational"] = true;
     json["checks"].push_back(item);
   }
   json["focus_points"] = nlohmann::ordered_json::array();

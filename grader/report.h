@@ -21,7 +21,8 @@ enum class Verdict {
   memory_limit,
   output_limit,
   forbidden,
-  grader_error
+  grader_error,
+  not_assessed  // nothing failed, nothing could be shown here (verdict.h)
 };
 
 // What a grade shows about a focus point (focus_status below decides):
@@ -61,7 +62,7 @@ struct GradeReport {
   std::string sandbox;          // what isolated this grade (one line)
   double run_seconds = 0;
   double total_seconds = 0;
-  double max_score = 0;  // the weights of all the exercise's checks
+  double max_score = 0;  // what a full answer earns here: the weights of the checks in the score (verdict.h)
   std::vector<AttentionFigure> figures;  // drawn by the HTML report; computed only when asked for
   std::string device = "cpu";            // where the learner's code ran: cpu or cuda
   std::string no_gpu;                    // on the CPU: why nothing was GPU-verified
@@ -70,7 +71,10 @@ struct GradeReport {
   // Whether `check` earns its weight: it passed, and the verdict is passed or
   // failed (forbidden code, a crash or a compile error earns nothing).
   bool credits(const CheckResult& check) const;
-  // The weights of the checks that earn theirs.
+  // Whether `check` is part of this grade's score: in the score (verdict.h),
+  // and the grade was assessed (a not_assessed grade scores nothing of nothing).
+  bool scored(const CheckResult& check) const;
+  // The weights of the scored checks that earn theirs.
   double score() const;
 
   // Fills focus_points from checks (focus_status).
@@ -109,7 +113,7 @@ std::string printable(const std::string& text);
 
 std::string render_text(const GradeReport& report, bool color);
 // The version of render_json's layout: raised when a field changes meaning or goes.
-constexpr int kJsonSchemaVersion = 3;  // 3: focus point status not_established; met only when shown
+constexpr int kJsonSchemaVersion = 4;  // 4: verdict not_assessed; score out of what a full answer earns here; checks marked informational
 std::string render_json(const GradeReport& report);
 // For --format json when no grade could happen (usage or grader error).
 std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message);

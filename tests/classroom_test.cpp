@@ -152,8 +152,15 @@ TEST_F(ClassFolder, ItemsPerStudentAndExercise) {
   EXPECT_TRUE(items[2].submission.empty());
   EXPECT_TRUE(items[4].submission.empty() && items[5].submission.empty());
 
+  // A student folder that is a link is that student's invalid_submission, never the class's error.
   fs::create_directory_symlink(klass / "bob", klass / "mallory");
-  EXPECT_NE(usage_error([&] { class_items(klass, exercises_); }).find("symbolic link"), std::string::npos);
+  items = class_items(klass, exercises_);
+  ASSERT_EQ(items.size(), 8u);
+  for (const auto& item : items) {
+    if (item.student != "mallory") continue;
+    EXPECT_TRUE(item.submission.empty());
+    EXPECT_NE(item.invalid.find("symbolic link"), std::string::npos) << item.invalid;
+  }
   EXPECT_NE(usage_error([&] { class_items(dir_ / "nowhere", exercises_); }).find("not a folder"), std::string::npos);
 }
 
@@ -195,10 +202,10 @@ void write_shard(const fs::path& results, const Shard& shard, const std::vector<
 }
 
 std::vector<ClassItem> two_by_two() {
-  return {{"=cmd|calc", "exercise_mhsa", "f"},
-          {"=cmd|calc", "exercise_sdpa", "f"},
-          {"ann, \"the\" 2nd", "exercise_mhsa", "f"},
-          {"ann, \"the\" 2nd", "exercise_sdpa", "f"}};
+  return {{"=cmd|calc", "exercise_mhsa", "f", {}, {}},
+          {"=cmd|calc", "exercise_sdpa", "f", {}, {}},
+          {"ann, \"the\" 2nd", "exercise_mhsa", "f", {}, {}},
+          {"ann, \"the\" 2nd", "exercise_sdpa", "f", {}, {}}};
 }
 
 TEST_F(ClassFolder, MergeShardsIntoOneGradebook) {
@@ -214,14 +221,34 @@ TEST_F(ClassFolder, MergeShardsIntoOneGradebook) {
   auto csv = gradebook_csv(book);
   EXPECT_EQ(csv,
             "student,score,max_score,exercise_mhsa score,exercise_mhsa verdict,exercise_mhsa missed focus "
-            "points,exercise_sdpa score,exercise_sdpa verdict,exercise_sdpa missed focus points\r\n"
-            "'=cmd|calc,8,8,4,passed,,4,passed,\r\n"
-            "\"ann, \"\"the\"\" 2nd\",5.5,8,4,passed,,1.5,failed,scaling\r\n");
+            "points,exercise_sdpa score,exercise_sdpa verdict,exercise_sdpa missed focus points,warnings\r\n"
+            "'=cmd|calc,8,8,4,passed,,4,passed,,\r\n"
+            "\"ann, \"\"the\"\" 2nd\",5.5,8,4,passed,,1.5,failed,scaling,\r\n");
   auto student = nlohmann::json::parse(student_json(book, "ann, \"the\" 2nd"));
   EXPECT_EQ(student["complete"], true);
   EXPECT_DOUBLE_EQ(student["score"].get<double>(), 5.5);
   EXPECT_EQ(student["exercises"]["exercise_sdpa"]["missed_focus_points"][0], "scaling");
   EXPECT_EQ(student["exercises"]["exercise_sdpa"]["seed"], 42);
+}
+
+// A grade not assessed where it ran (a CUDA exercise on a machine without a
+// GPU) is outside the student's total: no score and no maximum, and the row
+// stays complete.
+TEST_F(ClassFolder, NotAssessedIsOutsideTheTotal) {
+  auto all = two_by_two();
+  auto results = dir_ / "results";
+  for (size_t index : {0u, 1u}) {
+    write_shard(results, Shard{index, 2}, all, {{"ann, \"the\" 2nd exercise_sdpa", "not_assessed"}});
+  }
+  auto book = merge_results({results});
+  EXPECT_TRUE(book.problems.empty()) << book.problems.front();
+  EXPECT_NE(gradebook_csv(book).find("\"ann, \"\"the\"\" 2nd\",4,4,4,passed,,,not_assessed,"), std::string::npos)
+      << gradebook_csv(book);
+  auto student = nlohmann::json::parse(student_json(book, "ann, \"the\" 2nd"));
+  EXPECT_EQ(student["complete"], true);
+  EXPECT_DOUBLE_EQ(student["score"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(student["max_score"].get<double>(), 4);
+  EXPECT_FALSE(student["exercises"]["exercise_sdpa"].contains("score"));
 }
 
 TEST_F(ClassFolder, MergeSaysWhatIsMissing) {

@@ -15,6 +15,7 @@
 
 #include <tinyxml2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -178,23 +179,38 @@ inline Problems junit(const std::string& text, JUnitCounts* counts = nullptr) {
 }
 
 // What every format must agree on with the grader's own JSON report of the
-// same grade: passed exactly when the verdict is passed, the same score, and
-// a check that was not assessed never counted as passed.
+// same grade: passed exactly when the verdict is passed, the same score, a
+// pass earns the maximum on any machine, a check outside the score
+// (informational, or needing a GPU the grade did not have) is never a failed
+// test, and a check that was not assessed never counted as passed.
 inline Problems agree(const Json& report, const std::string& exercism_text, const std::string& gradescope_text,
                       const std::string& prairielearn_text, const std::string& junit_text) {
   Problems out;
   const bool passed = report.value("verdict", "") == "passed";
   const double score = report.value("score", 0.0), max_score = report.value("max_score", 0.0);
-  size_t not_assessed = 0, needs_gpu = 0;  // needs_gpu: skipped only for want of a GPU (not shown by Exercism)
+  const bool assessed = report.value("verdict", "") != "not_assessed";
+  // outside: not in the score (a note, not a test, where a format can);
+  // unrun: in the score, and skipped.
+  size_t not_assessed = 0, outside = 0, unrun = 0;
   for (const auto& check : report["checks"]) {
-    not_assessed += check.value("status", "") == "skipped";
-    needs_gpu += check.value("status", "") == "skipped" && check.value("needs_gpu", false);
+    const bool skipped = check.value("status", "") == "skipped";
+    const bool out_of_score = !assessed || check.value("needs_gpu", false) || check.value("informational", false);
+    not_assessed += skipped;
+    outside += out_of_score;
+    unrun += skipped && !out_of_score;
   }
   auto ex = Json::parse(exercism_text, nullptr, false);
   auto gs = Json::parse(gradescope_text, nullptr, false);
   auto pl = Json::parse(prairielearn_text, nullptr, false);
   if (ex.is_discarded() || gs.is_discarded() || pl.is_discarded()) return {"a format is not JSON"};
   if ((ex.value("status", "") == "pass") != passed) out.push_back("exercism status disagrees with the verdict");
+  if (!assessed && ex.value("status", "") != "error") out.push_back("exercism: a grade not assessed is an error");
+  if (!assessed && pl.value("gradable", true)) out.push_back("prairielearn: a grade not assessed is not gradable");
+  if (gs["tests"].size() != report["checks"].size() - outside)
+    out.push_back("gradescope has a test for a check outside the score, or lacks one in it");
+  for (const auto& test : gs["tests"]) {
+    if (passed && test.value("status", "") != "passed") out.push_back("gradescope: a failed test in a pass");
+  }
   if (std::abs(gs.value("score", -1.0) - score) > 1e-9 || std::abs(gs.value("max_score", -1.0) - max_score) > 1e-9) {
     out.push_back("gradescope score disagrees with the report's");
   }
@@ -203,16 +219,18 @@ inline Problems agree(const Json& report, const std::string& exercism_text, cons
   }
   size_t exercism_errors = 0;
   for (const auto& test : ex["tests"]) exercism_errors += test.value("status", "") == "error";
-  if (exercism_errors < not_assessed - needs_gpu) out.push_back("exercism shows a check that was not assessed as run");
-  if (ex["tests"].size() != report["checks"].size() - needs_gpu) out.push_back("exercism leaves out a check that ran");
+  if (exercism_errors < unrun)
+    out.push_back("exercism shows a check that was not assessed as run");
+  if (ex["tests"].size() != report["checks"].size() - outside)
+    out.push_back("exercism shows a check outside the score, or leaves out one in it");
   JUnitCounts counts;
   if (junit(junit_text, &counts).empty()) {
-    if (passed != (counts.failures == 0 && counts.errors == 0))
-      out.push_back("junit failures disagree with the verdict");
+    if ((passed || !assessed) != (counts.failures == 0 && counts.errors == 0))
+      out.push_back("junit failures disagree with the verdict (a grade not assessed has none)");
     if (counts.skipped != static_cast<int>(not_assessed)) out.push_back("junit skips are not the checks not assessed");
   }
-  if (passed && !not_assessed && score != max_score)
-    out.push_back("a pass with every check run must score the maximum");
+  if (passed && (score != max_score || max_score <= 0)) out.push_back("a pass must score the maximum, which is > 0");
+  if (!assessed && (score != 0 || max_score != 0)) out.push_back("a grade not assessed scores 0 of 0");
   return out;
 }
 

@@ -60,6 +60,37 @@ GradeReport compile_error() {
   return report;
 }
 
+// A full answer graded without a GPU: its GPU check skipped and outside the
+// score, an informational measurement beside it (failed: it decides nothing).
+GradeReport pass_without_gpu() {
+  GradeReport report;
+  report.exercise = "exercise_demo";
+  report.verdict = Verdict::passed;
+  report.summary = "Every check that runs without a GPU passed.";
+  report.checks = {check("shapes", "head_split", CheckStatus::passed, 2),
+                   check("gpu_execution", "head_split", CheckStatus::skipped),
+                   check("bandwidth", "head_split", CheckStatus::failed, 0)};
+  report.checks[1].needs_gpu = true;
+  report.checks[2].informational = true;
+  report.max_score = 2;
+  report.assess_focus_points({{"head_split", "Split heads", "", {}}});
+  return report;
+}
+
+// A CUDA kernel graded without a GPU: it compiled, nothing else could run.
+GradeReport not_assessed() {
+  GradeReport report;
+  report.exercise = "exercise_demo";
+  report.verdict = Verdict::not_assessed;
+  report.summary = "Not assessed here: 1 check(s) need a GPU to run your code.";
+  report.checks = {check("compiles", "launch", CheckStatus::passed),
+                   check("rows", "launch", CheckStatus::skipped)};
+  report.checks[1].needs_gpu = true;
+  report.max_score = 0;
+  report.assess_focus_points({{"launch", "Launch", "", {}}});
+  return report;
+}
+
 Json parsed(const GradeReport& report, const std::string& format) {
   auto json = Json::parse(render(report, format));
   EXPECT_TRUE(json.is_object());
@@ -169,12 +200,52 @@ TEST(Formats, JUnitHoldsOnlyXmlCharacters) {
 
 // The four formats agree with the grader's own JSON on verdict and score.
 TEST(Formats, AgreeWithTheJsonReport) {
-  for (auto report : {failed_grade(), compile_error()}) {
+  for (auto report : {failed_grade(), compile_error(), pass_without_gpu(), not_assessed()}) {
     auto json = Json::parse(render(report, "json"));
     expect_valid(format_checks::agree(json, render(report, "exercism"), render(report, "gradescope"),
                                       render(report, "prairielearn"), render(report, "junit")),
                  verdict_name(report.verdict));
   }
+}
+
+// A pass without a GPU earns full marks in every format; its GPU check and
+// its informational one are notes, never a failed test.
+TEST(Formats, APassWithoutAGpuEarnsFullMarks) {
+  const auto report = pass_without_gpu();
+  EXPECT_DOUBLE_EQ(report.score(), report.max_score);
+  auto gradescope = parsed(report, "gradescope");
+  EXPECT_DOUBLE_EQ(gradescope["score"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(gradescope["max_score"].get<double>(), 2);
+  ASSERT_EQ(gradescope["tests"].size(), 1u);
+  EXPECT_EQ(gradescope["tests"][0]["status"], "passed");
+  EXPECT_NE(gradescope["output"].get<std::string>().find("gpu_execution (not assessed here, outside the score)"),
+            std::string::npos);
+  auto exercism = parsed(report, "exercism");
+  EXPECT_EQ(exercism["status"], "pass");
+  EXPECT_EQ(exercism["tests"].size(), 1u);
+  EXPECT_DOUBLE_EQ(parsed(report, "prairielearn")["score"].get<double>(), 1.0);
+  format_checks::JUnitCounts counts;
+  expect_valid(format_checks::junit(render(report, "junit"), &counts), "junit");
+  EXPECT_EQ(counts.failures + counts.errors, 0);
+}
+
+// Not assessed here: no score of no maximum, Exercism's error, PrairieLearn's
+// ungradable with the reason, JUnit neither red nor green.
+TEST(Formats, NotAssessedIsNeitherPassNorFail) {
+  const auto report = not_assessed();
+  EXPECT_DOUBLE_EQ(report.score(), 0);
+  auto gradescope = parsed(report, "gradescope");
+  EXPECT_DOUBLE_EQ(gradescope["max_score"].get<double>(), 0);
+  EXPECT_TRUE(gradescope["tests"].empty());
+  EXPECT_EQ(parsed(report, "exercism")["status"], "error");
+  auto prairielearn = parsed(report, "prairielearn");
+  EXPECT_FALSE(prairielearn["gradable"].get<bool>());
+  EXPECT_EQ(prairielearn["format_errors"][0], report.summary);
+  format_checks::JUnitCounts counts;
+  expect_valid(format_checks::junit(render(report, "junit"), &counts), "junit");
+  EXPECT_EQ(counts.failures + counts.errors, 0);
+  EXPECT_EQ(counts.skipped, 1);
+  EXPECT_EQ(exit_code_for(report.verdict), 4);
 }
 
 TEST(Formats, ScoreIsTheWeightOfPassedChecks) {

@@ -59,6 +59,14 @@ TEST_F(ProgressFile, RecordsEachGrade) {
 
   record_grade(file_, graded("exercise_sdpa", Verdict::grader_error));
   EXPECT_FALSE(load_progress(file_).exercises.count("exercise_sdpa")) << "a grader fault is not the learner's";
+
+  // A CUDA kernel graded without a GPU: not assessed, not failing; and it
+  // never takes back a pass earned on a GPU.
+  record_grade(file_, graded("exercise_softmax_cuda", Verdict::not_assessed));
+  EXPECT_EQ(load_progress(file_).exercises.at("exercise_softmax_cuda").status, "not_assessed");
+  record_grade(file_, graded("exercise_softmax_cuda", Verdict::passed));
+  record_grade(file_, graded("exercise_softmax_cuda", Verdict::not_assessed));
+  EXPECT_EQ(load_progress(file_).exercises.at("exercise_softmax_cuda").status, "passed");
 }
 
 TEST_F(ProgressFile, InterruptedWriteLeavesThePreviousProgress) {

@@ -35,7 +35,10 @@ struct CheckResult {
   // or an effect of a cause found elsewhere): the points it covers are not established, none is missed.
   bool blames_focus = true;
   std::string explained_by;      // the measuring check whose finding explains this failure, if one does
-  bool needs_gpu = false;        // skipped only because the grade ran without a GPU: does not block a pass
+  // Only a GPU can assess it, and the grade ran without one: skipped, it does
+  // not block a pass, and it is outside the score (verdict.h).
+  bool needs_gpu = false;
+  bool informational = false;    // a measurement outside the score that decides nothing (exercise.yaml)
   bool partly_assessed = false;  // passed, but some of its cases could not run here: its focus point is not met
   double weight = 1;             // the check's share of the score (exercise.yaml)
   std::string title;             // the check's title (exercise.yaml)

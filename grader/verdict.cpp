@@ -1,0 +1,44 @@
+#include "verdict.h"
+
+#include <algorithm>
+
+namespace grader {
+
+void mark_score_scope(std::vector<CheckResult>& checks, const Exercise& exercise, bool on_gpu) {
+  for (auto& check : checks) {
+    const auto spec = std::find_if(exercise.checks.begin(), exercise.checks.end(),
+                                   [&](const CheckSpec& candidate) { return candidate.id == check.id; });
+    if (spec == exercise.checks.end()) continue;
+    check.informational = spec->informational;
+    // What ran to a result here (a forbidden symbol seen in the compiled
+    // kernel) was assessed here, GPU or not.
+    if (!on_gpu && exercise.needs_gpu(*spec) && check.status == CheckStatus::skipped) check.needs_gpu = true;
+  }
+}
+
+bool in_score(const CheckResult& check) { return !check.informational && !check.needs_gpu; }
+
+ChecksVerdict verdict_of_checks(const std::vector<CheckResult>& checks,
+                                const std::vector<FocusPointResult>& focus_points) {
+  ChecksVerdict out;
+  for (const auto& check : checks) {
+    if (check.informational) continue;
+    if (check.status == CheckStatus::failed) {
+      ++out.failed;
+    } else if (check.status == CheckStatus::skipped) {
+      ++(check.needs_gpu ? out.gpu_skipped : out.unrun);
+    }
+  }
+  const bool any_met = std::any_of(focus_points.begin(), focus_points.end(),
+                                   [](const FocusPointResult& focus) { return focus.status == FocusStatus::met; });
+  if (out.failed > 0 || out.unrun > 0) {
+    out.verdict = Verdict::failed;
+  } else if (!any_met) {
+    out.verdict = Verdict::not_assessed;
+  } else {
+    out.verdict = Verdict::passed;
+  }
+  return out;
+}
+
+}  // namespace grader

@@ -1,0 +1,46 @@
+// The rules that turn a grade's check results into its verdict and score,
+// once the learner's code ran every case (a compile error, a crash, a limit or
+// forbidden code decide the verdict before any check does: grade.cpp).
+//
+// What a check can say about the score:
+//  - in the score: it earns its weight when it passes (of a passed or failed grade);
+//  - outside it: an informational measurement (exercise.yaml `informational:`),
+//    or a check that only a GPU can assess, on a grade without one. Neither
+//    counts in the maximum, so a full answer earns full marks on any machine.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "exercise.h"
+#include "report.h"
+
+namespace grader {
+
+// Marks each result informational as its exercise.yaml check says, and
+// needs_gpu where only a GPU can assess it and, on a grade without one
+// (`on_gpu` false), it was skipped.
+void mark_score_scope(std::vector<CheckResult>& checks, const Exercise& exercise, bool on_gpu);
+
+// Whether `check` counts in the score and its maximum.
+bool in_score(const CheckResult& check);
+
+struct ChecksVerdict {
+  Verdict verdict = Verdict::failed;  // passed, failed or not_assessed
+  size_t failed = 0;                  // checks that failed
+  size_t unrun = 0;                   // checks skipped for a cause other than a missing GPU
+  size_t gpu_skipped = 0;             // checks skipped only because no GPU ran the code
+};
+
+// The verdict of checks that all ran to a result (informational ones aside):
+//  passed        nothing failed, nothing was skipped but for want of a GPU, and
+//                at least one focus point was shown met;
+//  not_assessed  nothing failed and nothing was skipped but for want of a GPU,
+//                yet no focus point could be shown (a CUDA kernel on a machine
+//                without a GPU): nothing found wrong, nothing shown to work;
+//  failed        otherwise: a check failed, or one could not run for a cause
+//                a GPU would not remove (what was not assessed was not shown).
+ChecksVerdict verdict_of_checks(const std::vector<CheckResult>& checks,
+                                const std::vector<FocusPointResult>& focus_points);
+
+}  // namespace grader

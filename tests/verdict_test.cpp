@@ -1,0 +1,159 @@
+// The rules that turn check results into a verdict and a score (verdict.h):
+// a full answer earns full marks on any machine, checks that only a GPU can
+// assess and informational ones are outside the score, and a grade where
+// nothing could be shown is not assessed, not failed.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "errors.h"
+#include "exercise.h"
+#include "project_root.h"
+#include "verdict.h"
+
+namespace grader {
+namespace {
+
+using test_support::project_root;
+
+struct Check {
+  const char* focus;
+  CheckStatus status;
+  bool needs_gpu = false;
+  bool informational = false;
+};
+
+std::vector<CheckResult> make(const std::vector<Check>& rows) {
+  std::vector<CheckResult> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    CheckResult result;
+    result.id = "check_" + std::to_string(i);
+    result.focus_point = rows[i].focus;
+    result.status = rows[i].status;
+    result.needs_gpu = rows[i].needs_gpu;
+    result.informational = rows[i].informational;
+    out.push_back(result);
+  }
+  return out;
+}
+
+std::vector<FocusPointResult> points_of(const std::vector<CheckResult>& checks) {
+  GradeReport report;
+  report.checks = checks;
+  std::vector<FocusPoint> points;
+  for (const auto& check : checks) {
+    if (std::none_of(points.begin(), points.end(), [&](const FocusPoint& p) { return p.id == check.focus_point; }))
+      points.push_back({check.focus_point, check.focus_point, "", {}});
+  }
+  report.assess_focus_points(points);
+  return report.focus_points;
+}
+
+TEST(VerdictOfChecks, PassFailAndNotAssessed) {
+  using S = CheckStatus;
+  struct Row {
+    const char* what;
+    std::vector<Check> checks;
+    Verdict want;
+  };
+  const std::vector<Row> rows = {
+      {"every check passed", {{"p", S::passed}, {"q", S::passed}}, Verdict::passed},
+      {"one failed", {{"p", S::passed}, {"q", S::failed}}, Verdict::failed},
+      {"one skipped for another cause than a GPU", {{"p", S::passed}, {"q", S::skipped}}, Verdict::failed},
+      {"a GPU check skipped on a grade without a GPU", {{"p", S::passed}, {"q", S::skipped, true}}, Verdict::passed},
+      {"a GPU check skipped and another failed", {{"p", S::failed}, {"q", S::skipped, true}}, Verdict::failed},
+      {"only a compile passed, every other check needs a GPU",
+       {{"launch", S::passed}, {"launch", S::skipped, true}, {"bounds", S::skipped, true}},
+       Verdict::not_assessed},
+      {"every check needs a GPU", {{"p", S::skipped, true}, {"q", S::skipped, true}}, Verdict::not_assessed},
+      {"an informational check failed", {{"p", S::passed}, {"p", S::failed, false, true}}, Verdict::passed},
+      {"an informational check skipped", {{"p", S::passed}, {"q", S::skipped, false, true}}, Verdict::passed},
+      {"a GPU-only check that failed even so (forbidden symbols seen without a GPU)",
+       {{"p", S::passed}, {"q", S::failed, true}},
+       Verdict::failed},
+  };
+  for (const auto& row : rows) {
+    const auto checks = make(row.checks);
+    EXPECT_EQ(verdict_name(verdict_of_checks(checks, points_of(checks)).verdict), verdict_name(row.want)) << row.what;
+  }
+}
+
+// exercise_mhsa's exercise.yaml with `from` replaced by `to` (once).
+Exercise mhsa_with(const std::string& from, const std::string& to) {
+  const auto dir = project_root() / "exercises" / "exercise_mhsa";
+  std::ifstream in(dir / "exercise.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto yaml = text.str();
+  const auto at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) yaml.replace(at, from.size(), to);
+  return parse_exercise(yaml, dir);
+}
+
+const std::string kGpuCheck = "{id: gpu_execution, kind: gpu_execution,";
+
+TEST(Score, AFullAnswerEarnsTheMaximumOnAnyMachine) {
+  // Informational and GPU-only checks of a grade without a GPU are outside
+  // both the score and the maximum.
+  auto exercise = mhsa_with(kGpuCheck, kGpuCheck + " weight: 2,");
+  const double all = exercise.max_score(/*on_gpu=*/true);
+  EXPECT_DOUBLE_EQ(exercise.max_score(/*on_gpu=*/false), all - 2);
+
+  GradeReport report;
+  report.verdict = Verdict::passed;
+  for (const auto& spec : exercise.checks) {
+    CheckResult result;
+    result.id = spec.id;
+    result.focus_point = spec.focus_point;
+    result.weight = spec.weight;
+    result.status = spec.kind == "gpu_execution" ? CheckStatus::skipped : CheckStatus::passed;
+    report.checks.push_back(result);
+  }
+  mark_score_scope(report.checks, exercise, /*on_gpu=*/false);
+  report.max_score = exercise.max_score(false);
+  EXPECT_DOUBLE_EQ(report.score(), report.max_score);
+  for (const auto& check : report.checks) EXPECT_EQ(check.needs_gpu, check.id == "gpu_execution") << check.id;
+
+  // A GPU-only check that ran to a result without a GPU was assessed: in the score.
+  {
+    auto ran = report.checks;
+    for (auto& check : ran) {
+      check.needs_gpu = false;
+      if (check.id == "gpu_execution") check.status = CheckStatus::failed;
+    }
+    mark_score_scope(ran, exercise, /*on_gpu=*/false);
+    for (const auto& check : ran) EXPECT_FALSE(check.needs_gpu) << check.id;
+  }
+
+  // On a GPU the same check is in the score.
+  auto on_gpu = report;
+  for (auto& check : on_gpu.checks) check.needs_gpu = false;
+  mark_score_scope(on_gpu.checks, exercise, /*on_gpu=*/true);
+  EXPECT_DOUBLE_EQ(on_gpu.score(), all - 2);  // it was skipped: 2 short of the maximum
+
+  // A grade not assessed scores nothing of nothing.
+  report.verdict = Verdict::not_assessed;
+  EXPECT_DOUBLE_EQ(report.score(), 0);
+}
+
+TEST(ExerciseYaml, InformationalChecksHaveNoWeight) {
+  EXPECT_THROW(mhsa_with(kGpuCheck, kGpuCheck + " informational: true, weight: 0.01,"), ConfigError);
+  EXPECT_THROW(mhsa_with(kGpuCheck, kGpuCheck + " informational: maybe,"), ConfigError);
+  const auto plain = mhsa_with(kGpuCheck, kGpuCheck);
+  auto exercise = mhsa_with(kGpuCheck, kGpuCheck + " informational: true,");
+  EXPECT_TRUE(exercise.check("gpu_execution").informational);
+  EXPECT_DOUBLE_EQ(exercise.max_score(true), plain.max_score(true) - 1);
+}
+
+TEST(WorseExit, BatchStatusOrder) {
+  EXPECT_EQ(worse_exit(kExitPassed, kExitNotAssessed), kExitNotAssessed);
+  EXPECT_EQ(worse_exit(kExitNotAssessed, kExitNotPassed), kExitNotPassed);
+  EXPECT_EQ(worse_exit(kExitNotPassed, kExitNotAssessed), kExitNotPassed);
+  EXPECT_EQ(worse_exit(kExitGraderFault, kExitNotAssessed), kExitGraderFault);
+  EXPECT_EQ(worse_exit(kExitUsage, kExitNotPassed), kExitUsage);
+}
+
+}  // namespace
+}  // namespace grader
