@@ -79,6 +79,11 @@ open(f"{work}/grade.args", "w").write("\n".join(command))
 open(f"{work}/merge.args", "w").write("\n".join(merge["spec"]["template"]["spec"]["containers"][0]["command"]))
 sys.exit(1 if problems else 0)
 PY
+# The image is built from the checkout: its build folder (gigabytes, built
+# for another machine) and history stay out of the context.
+for pattern in build/ .git/; do
+  grep -qxF "$pattern" "$root/.dockerignore" || fail ".dockerignore does not leave out $pattern"
+done
 echo "manifests: an Indexed Job of $(cat "$work/shards") shards, GRADE_SHARD_COUNT equal, results volume shared with the merge"
 
 # Each pod's command, here: the image's paths mapped onto this checkout.
@@ -106,7 +111,7 @@ shards=$(cat "$work/shards")
 for ((index = 0; index < shards; index++)); do
   JOB_COMPLETION_INDEX=$index GRADE_SHARD_COUNT=$shards "${grade_cmd[@]}" >"$work/pod-$index.out" 2>&1
   status=$?
-  ((status <= 1)) || fail "pod $index exited $status: $(tail -5 "$work/pod-$index.out")"
+  ((status == 0)) || fail "pod $index exited $status (a pod whose grading ran succeeds, failing students or not): $(tail -5 "$work/pod-$index.out")"
   grep -q "shard $((index + 1))/$shards (from JOB_COMPLETION_INDEX)" "$work/pod-$index.out" ||
     fail "pod $index did not take its shard from JOB_COMPLETION_INDEX: $(head -3 "$work/pod-$index.out")"
 done

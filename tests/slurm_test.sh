@@ -57,9 +57,13 @@ mkdir -p "$class/eve"  # nothing handed in
 put "$subs/exercise_mha/accepted/einsum_fill_minus_1e9.cpp" fay/mha.cpp
 put "$root/exercises/exercise_sdpa/sdpa.cpp" fay/sdpa.cpp  # the untouched starter
 
-results=$work/results gradebook=$work/gradebook
+# A gradebook folder with a non-ASCII name, submitted under LC_ALL=C: no
+# shell may re-read it (bash's printf %q quoting, run by dash, once made a
+# folder named '$' in the checkout).
+results=$work/results gradebook=$work/gradebook-é
+before=$(cd "$root" && ls -A)
 start=$(date +%s.%N)
-GRADE_BUILD_DIR=$build bash "$root/scripts/slurm/submit-class.sh" --shards 2 --cpus-per-task 1 \
+LC_ALL=C GRADE_BUILD_DIR=$build bash "$root/scripts/slurm/submit-class.sh" --shards 2 --cpus-per-task 1 \
   "$class" "$results" "$gradebook" -- --sandbox auto || fail "submit-class.sh failed"
 # Wait for both jobs (array and merge) to leave the queue.
 for _ in $(seq 1200); do
@@ -69,6 +73,7 @@ done
 end=$(date +%s.%N)
 [[ -z $(squeue -h -o %i) ]] || fail "jobs still queued after 10 minutes: $(squeue)"
 merge_out=$(cat "$gradebook"/merge-*.out 2>/dev/null)
+[[ $(cd "$root" && ls -A) == "$before" ]] || fail "the submission left something in the checkout: $(cd "$root" && ls -A)"
 echo "$merge_out"
 [[ -f $gradebook/gradebook.csv ]] || fail "no gradebook; task output: $(cat "$results"/.logs/* 2>/dev/null | tail -20)"
 grep -q '^incomplete' <<<"$merge_out" && fail "the merge says the gradebook is incomplete"

@@ -47,9 +47,8 @@ array=$(sbatch --parsable --array="0-$((shards - 1))" --cpus-per-task="$cpus" \
   "$root/scripts/slurm/grade-class.sbatch" "$class" "$results" "$@")
 array=${array%%;*}
 # afterany: the merge runs even when a task failed, and says which shard to run again.
-merge=$(sbatch --parsable --dependency="afterany:$array" --job-name=grade-merge --cpus-per-task=1 \
-  --output="$gradebook/merge-%j.out" --export=ALL \
-  --wrap "$(printf '%q ' "$build/grader/grade" --root "$root" --build-dir "$build" merge "$results" \
-    --gradebook "$gradebook")")
+# Its folders are the script's arguments: no shell ever re-reads them.
+merge=$(sbatch --parsable --dependency="afterany:$array" --output="$gradebook/merge-%j.out" --export=ALL \
+  "$root/scripts/slurm/merge.sbatch" "$results" "$gradebook")
 merge=${merge%%;*}
 echo "array job $array ($shards shards of $class), merge job $merge -> $gradebook/gradebook.csv"
