@@ -69,12 +69,6 @@ std::string outside_score_note(const GradeReport& report) {
   return note.empty() ? note : "\n" + note;
 }
 
-size_t task_of(const GradeReport& report, const CheckResult& check) {
-  for (size_t i = 0; i < report.focus_points.size(); ++i) {
-    if (report.focus_points[i].point.id == check.focus_point) return i + 1;
-  }
-  return 1;
-}
 
 std::string exercism(const GradeReport& report) {
   Json json;
@@ -93,9 +87,11 @@ std::string exercism(const GradeReport& report) {
     json["tests"] = Json::array();
     return json_text(json);
   }
+  // The interface's top-level message is for an error only; a failure says
+  // its reasons in the tests' messages.
   json["status"] = report.verdict == Verdict::passed ? "pass" : "fail";
-  if (report.verdict != Verdict::passed) json["message"] = report.summary;
   json["tests"] = Json::array();
+  bool first = true;
   for (const auto& check : report.checks) {
     // Exercism's statuses are pass, fail and error, and a pass means every
     // test passed: a check outside the score (informational, or needing a GPU
@@ -106,10 +102,15 @@ std::string exercism(const GradeReport& report) {
     test["status"] = check.status == CheckStatus::passed   ? "pass"
                      : check.status == CheckStatus::failed ? "fail"
                                                            : "error";
-    test["message"] = details(check);
-    if (!report.program_stdout.empty()) test["output"] = cut_to(printable(report.program_stdout), kExercismOutputLimit);
-    test["test_code"] = "grader check '" + check.id + "' (focus point: " + check.focus_point + ")";
-    test["task_id"] = task_of(report, check);
+    if (test["status"] != "pass") test["message"] = details(check);  // the interface: none on a pass
+    // Every check judges one run of the code: its output goes with the first.
+    if (first && !report.program_stdout.empty()) {
+      test["output"] = cut_to(printable(report.program_stdout), kExercismOutputLimit);
+    }
+    first = false;
+    // What reproduces it: the same inputs, and the check to read.
+    test["test_code"] = "./grade " + report.exercise + " --seed " + std::to_string(report.seed) + "   # then read check " +
+                        check.id + " [" + check.focus_point + "]";
     json["tests"].push_back(test);
   }
   return json_text(json);
@@ -121,7 +122,7 @@ std::string gradescope(const GradeReport& report) {
   json["max_score"] = report.max_score;
   json["execution_time"] = static_cast<int64_t>(std::ceil(report.total_seconds));
   json["output"] = nothing_ran(report) ? stopped_output(report) : report.summary + outside_score_note(report);
-  json["visibility"] = "visible";
+  json["visibility"] = report.visibility;
   json["stdout_visibility"] = "hidden";
   json["tests"] = Json::array();
   for (const auto& check : report.checks) {
@@ -136,7 +137,7 @@ std::string gradescope(const GradeReport& report) {
     std::vector<std::string> tags = {check.focus_point};
     for (const auto& more : check.also_against) tags.push_back(more);
     test["tags"] = tags;
-    test["visibility"] = "visible";
+    test["visibility"] = report.visibility;
     json["tests"].push_back(test);
   }
   return json_text(json);
@@ -163,6 +164,37 @@ std::string prairielearn(const GradeReport& report) {
     test["max_points"] = report.scored(check) ? check.weight : 0.0;  // outside the score: a note of 0 points
     test["message"] = check.status == CheckStatus::skipped ? "not assessed: " + check.message : check.message;
     test["output"] = details(check);
+    json["tests"].push_back(test);
+  }
+  return json_text(json);
+}
+
+// GitHub Classroom's autograding result, as its grading reporter reads a
+// runner's (base64 of it in <RUNNER>_RESULTS): status, max_score, and each
+// test with its score; the reporter sends the points to Classroom.
+std::string classroom(const GradeReport& report) {
+  Json json;
+  json["version"] = 1;
+  json["status"] = nothing_ran(report) || report.verdict == Verdict::not_assessed ? "error"
+                   : report.verdict == Verdict::passed                          ? "pass"
+                                                                                 : "fail";
+  json["max_score"] = report.max_score;
+  json["tests"] = Json::array();
+  if (nothing_ran(report)) {
+    json["tests"].push_back({{"name", "grade"},
+                             {"status", "error"},
+                             {"score", 0},
+                             {"message", cut_to(printable(stopped_output(report)), kMaxShownOutput)}});
+  }
+  for (const auto& check : report.checks) {
+    if (!report.scored(check)) continue;
+    const bool passed = report.credits(check);
+    Json test;
+    test["name"] = test_name(check);
+    test["status"] = passed ? "pass" : check.status == CheckStatus::skipped ? "error" : "fail";
+    test["score"] = passed ? check.weight : 0.0;
+    if (!passed) test["message"] = details(check);
+    test["test_code"] = "./grade " + report.exercise + " --seed " + std::to_string(report.seed);
     json["tests"].push_back(test);
   }
   return json_text(json);
@@ -211,8 +243,8 @@ std::string junit(const GradeReport& report) {
     auto* testcase = doc.NewElement("testcase");
     testcase->SetAttribute("name", check.id.c_str());  // check ids are unique in exercise.yaml
     testcase->SetAttribute("classname", check.focus_point.c_str());
-    // Checks are judged together after one run of every case: no time of their own.
-    testcase->SetAttribute("time", "0.000");
+    // The cases run once for every check; a check's time is the grader's judging of it.
+    testcase->SetAttribute("time", seconds(check.seconds).c_str());
     ++tests;
     if (check.informational && check.status != CheckStatus::skipped) {
       // A measurement beside the grade: its figure, never a failure.
@@ -272,8 +304,8 @@ std::string json_text(const Json& json) {
 }
 
 const std::vector<std::string>& report_formats() {
-  static const std::vector<std::string> formats = {"text",         "json",  "exercism", "gradescope",
-                                                   "prairielearn", "junit", "html"};
+  static const std::vector<std::string> formats = {"text",  "json", "exercism", "gradescope", "prairielearn",
+                                                   "junit", "html", "classroom"};
   return formats;
 }
 
@@ -285,6 +317,7 @@ std::string render(const GradeReport& report, const std::string& format, bool co
   if (format == "prairielearn") return prairielearn(report);
   if (format == "junit") return junit(report);
   if (format == "html") return render_html(report);
+  if (format == "classroom") return classroom(report);
   throw UsageError("unknown report format '" + format + "'");
 }
 

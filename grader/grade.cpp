@@ -267,6 +267,7 @@ struct GradeInProgress {
     report.device = prepared.target.device;
     report.no_gpu = prepared.target.no_gpu;
     report.sandbox = options.sandbox.describe();
+    report.visibility = options.visibility;
   }
 
   GradeReport finish(Verdict verdict, std::string summary) {

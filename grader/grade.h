@@ -28,6 +28,7 @@ struct GradeOptions {
   bool use_cache = true;  // reuse the compiled code of an unchanged submission (build_dir/cache)
   std::string device = "auto";  // cpu, cuda, or auto: cuda where this LibTorch sees a CUDA device
   bool speed = true;            // on a GPU, time a passed submission (exercise.yaml `speed:`)
+  std::string visibility = "visible";  // Gradescope: when the student sees the grade's tests (--visibility)
 };
 
 // Where a grade with `device` (cpu, cuda, auto) runs: throws UsageError for an

@@ -527,7 +527,7 @@ static int run(int argc, char** argv) {
   app.add_option("--format", format,
                  "report format on standard output: text, json, html (one self-contained page with heatmaps of your "
                  "attention weights beside the reference's), or a grading platform's: exercism, gradescope, "
-                 "prairielearn, junit")
+                 "prairielearn, junit, classroom (GitHub Classroom's autograding result)")
       ->check(CLI::IsMember(grader::report_formats()));
   std::vector<std::string> outputs;
   app.add_option("--output", outputs,
@@ -541,6 +541,10 @@ static int run(int argc, char** argv) {
       ->excludes(seed_option);
   app.add_option("--color", color, "colour the text report (auto: on a terminal, unless NO_COLOR is set)")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--visibility", options.visibility,
+                 "gradescope: when the student sees the tests and the score (visible, hidden, after_due_date, "
+                 "after_published)")
+      ->check(CLI::IsMember({"visible", "hidden", "after_due_date", "after_published"}));
   app.add_option("--root", root, "the project folder (holds exercises/)");
   app.add_option("--build-dir", build, "the build folder (holds toolchain.txt)");
   double time_limit = 0;

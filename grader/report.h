@@ -67,6 +67,7 @@ struct GradeReport {
   std::string device = "cpu";            // where the learner's code ran: cpu or cuda
   std::string no_gpu;                    // on the CPU: why nothing was GPU-verified
   SpeedReport speed;                     // timed on a GPU after a pass (exercise.yaml `speed:`), informational
+  std::string visibility = "visible";    // Gradescope's: visible, hidden, after_due_date, after_published
 
   // Whether `check` earns its weight: it passed, and the verdict is passed or
   // failed (forbidden code, a crash or a compile error earns nothing).

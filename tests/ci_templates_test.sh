@@ -39,15 +39,15 @@ exercises=$(awk '$1 ~ /^[a-z][a-z0-9_]*$/ {print $1}' "$work/list" | sort | tr '
 echo "   $exercises"
 
 for file in github-actions.yml gitlab-ci.yml; do
-  step "$file calls templates/ci/grade-exercise.sh"
-  grep -q 'bash templates/ci/grade-exercise.sh ' "$ci/$file" || fail "$file does not run templates/ci/grade-exercise.sh"
+  step "$file calls templates/ci/grade-changed.sh"
+  grep -q 'bash templates/ci/grade-changed.sh reports' "$ci/$file" || fail "$file does not run templates/ci/grade-changed.sh"
 done
 
 if python3 -c 'import yaml' 2>/dev/null; then
-  step "both YAML files parse; their matrices list exactly the exercises; each job runs the script"
-  python3 - "$ci" "$exercises" <<'PY' || fail "the CI templates are inconsistent (above)"
+  step "both YAML files parse: one job that grades what changed, keeps ccache, needs no write permission"
+  python3 - "$ci" <<'PY' || fail "the CI templates are inconsistent (above)"
 import sys, yaml
-ci, exercises = sys.argv[1], sorted(sys.argv[2].split())
+ci = sys.argv[1]
 problems = []
 def expect(cond, what):
     if not cond:
@@ -55,39 +55,47 @@ def expect(cond, what):
 
 # GitHub Actions. (PyYAML reads the key `on` as the boolean True.)
 gh = yaml.safe_load(open(f"{ci}/github-actions.yml"))
-expect(isinstance(gh, dict) and ("on" in gh or True in gh), "github: no `on:` trigger")
-jobs = gh.get("jobs", {}) if isinstance(gh, dict) else {}
+on = gh.get("on", gh.get(True, {}))
+expect({"push", "pull_request", "workflow_dispatch"} <= set(on), f"github: triggers {list(on)}")
+expect("exercises" in on["workflow_dispatch"].get("inputs", {}), "github: Run workflow takes no exercises")
+# Fork pull requests get a read-only token: nothing may need more.
+permissions = gh.get("permissions", {})
+expect(all(v in ("read", "none") for v in permissions.values()), f"github: write permissions {permissions}")
+jobs = gh.get("jobs", {})
 expect(len(jobs) == 1, f"github: expected one job, got {list(jobs)}")
 for name, job in jobs.items():
-    strategy = job.get("strategy", {})
-    matrix = strategy.get("matrix", {}).get("exercise")
-    expect(isinstance(matrix, list) and sorted(matrix) == exercises,
-           f"github: matrix.exercise {matrix} != grade list {exercises}")
-    expect(strategy.get("fail-fast") is False, "github: fail-fast is not false")
+    expect("strategy" not in job, "github: a matrix builds the grader once per exercise")
+    expect(all(v in ("read", "none") for v in job.get("permissions", {}).values()), "github: a job asks for write")
     container = job.get("container", {})
     expect(container.get("image") == "debian:bookworm", f"github: container image {container.get('image')}")
     expect("--privileged" in str(container.get("options", "")), "github: container is not --privileged")
     steps = job.get("steps", [])
-    runs = [s for s in steps if "templates/ci/grade-exercise.sh" in str(s.get("run", ""))]
-    expect(len(runs) == 1, f"github: {len(runs)} steps run grade-exercise.sh, expected 1")
-    for s in runs:
-        expect(s["run"].strip() == 'bash templates/ci/grade-exercise.sh "${{ matrix.exercise }}" reports',
-               f"github: the grade step runs {s['run']!r}")
-        expect(s.get("env", {}).get("GRADE_SANDBOX") == "strict", "github: GRADE_SANDBOX is not strict")
     uses = {str(s.get("uses", "")).split("@")[0]: s for s in steps if "uses" in s}
-    expect("actions/checkout" in uses, "github: no actions/checkout")
-    upload = uses.get("actions/upload-artifact")
-    expect(upload is not None and upload.get("if") == "always()"
-           and upload.get("with", {}).get("path", "").rstrip("/") == "reports"
-           and "${{ matrix.exercise }}" in upload.get("with", {}).get("name", ""),
-           "github: no upload-artifact of reports/ with if: always() and a name per exercise")
-    junit = [s for s in steps if "junit" in str(s.get("uses", "")).lower()]
-    expect(len(junit) == 1 and junit[0].get("if") == "always()"
-           and junit[0].get("with", {}).get("report_paths") == "reports/*.xml",
-           "github: no JUnit reporter of reports/*.xml with if: always()")
-    # Every step after the grade one must run although grading failed.
+    checkout = uses.get("actions/checkout", {})
+    expect(checkout.get("with", {}).get("fetch-depth") == 0, "github: the checkout lacks the history to compare with")
+    cache = uses.get("actions/cache")
+    expect(cache is not None and cache["with"]["path"] == ".ccache" and "hashFiles(" in cache["with"]["key"]
+           and cache["with"].get("restore-keys"), "github: no ccache cache keyed on the grader's sources")
+    runs = [s for s in steps if "templates/ci/grade-changed.sh" in str(s.get("run", ""))]
+    expect(len(runs) == 1, f"github: {len(runs)} steps run grade-changed.sh, expected 1")
+    for s in runs:
+        env = s.get("env", {})
+        expect(env.get("GRADE_SANDBOX") == "strict", "github: GRADE_SANDBOX is not strict")
+        expect(env.get("CMAKE_CXX_COMPILER_LAUNCHER") == "ccache" and ".ccache" in str(env.get("CCACHE_DIR")),
+               "github: the build does not go through ccache")
+        expect("inputs.exercises" in str(env.get("GRADE_EXERCISES")), "github: the named exercises are not passed")
+        expect("pull_request.base.sha" in str(env.get("GRADE_BASE")) and "event.before" in str(env.get("GRADE_BASE")),
+               "github: GRADE_BASE is not the push's or the pull request's base")
+        expect(s.get("id") == "grade", "github: the grade step has no id for its outputs")
     after = steps[steps.index(runs[0]) + 1:] if runs else []
-    expect(all(s.get("if") == "always()" for s in after), "github: a step after grading lacks if: always()")
+    expect(all(str(s.get("if", "")).startswith("always()") for s in after), "github: a step after grading lacks always()")
+    upload = uses.get("actions/upload-artifact")
+    expect(upload is not None and upload.get("with", {}).get("path", "").rstrip("/") == "reports",
+           "github: no upload-artifact of reports/")
+    expect(any("GITHUB_STEP_SUMMARY" in str(s.get("run", "")) for s in after), "github: no job summary")
+    reporter = uses.get("classroom-resources/autograding-grading-reporter")
+    expect(reporter is not None and "steps.grade.outputs.runners" in str(reporter.get("with", {}).get("runners")),
+           "github: no GitHub Classroom reporter fed by the grade step's runners")
 
 # GitLab CI.
 gl = yaml.safe_load(open(f"{ci}/gitlab-ci.yml"))
@@ -95,19 +103,18 @@ gl_jobs = {k: v for k, v in gl.items() if isinstance(v, dict) and "script" in v}
 expect(len(gl_jobs) == 1, f"gitlab: expected one job, got {list(gl_jobs)}")
 for name, job in gl_jobs.items():
     expect(job.get("image") == "debian:bookworm", f"gitlab: image {job.get('image')}")
-    matrix = job.get("parallel", {}).get("matrix", [])
-    ids = []
-    for entry in matrix:
-        value = entry.get("EXERCISE", [])
-        ids += value if isinstance(value, list) else [value]
-    expect(sorted(ids) == exercises, f"gitlab: parallel matrix EXERCISE {ids} != grade list {exercises}")
-    expect(job.get("script") == ['bash templates/ci/grade-exercise.sh "$EXERCISE" reports'],
-           f"gitlab: the script is {job.get('script')}")
-    expect(job.get("variables", {}).get("GRADE_SANDBOX") == "strict", "gitlab: GRADE_SANDBOX is not strict")
+    expect("parallel" not in job, "gitlab: a matrix builds the grader once per exercise")
+    variables = job.get("variables", {})
+    expect(variables.get("GRADE_SANDBOX") == "strict", "gitlab: GRADE_SANDBOX is not strict")
+    expect(variables.get("CMAKE_CXX_COMPILER_LAUNCHER") == "ccache", "gitlab: the build does not go through ccache")
+    expect(str(variables.get("GIT_DEPTH")) == "0", "gitlab: the clone lacks the history to compare with")
+    expect(".ccache/" in job.get("cache", {}).get("paths", []), "gitlab: ccache is not cached")
+    script = " ".join(job.get("script", []))
+    expect("bash templates/ci/grade-changed.sh reports" in script and "CI_COMMIT_BEFORE_SHA" in script
+           and "CI_MERGE_REQUEST_DIFF_BASE_SHA" in script, f"gitlab: the script is {job.get('script')}")
     artifacts = job.get("artifacts", {})
     expect(artifacts.get("when") == "always", "gitlab: artifacts are not kept always")
     expect(artifacts.get("reports", {}).get("junit") == "reports/*.xml", "gitlab: junit report is not reports/*.xml")
-    expect([p.rstrip("/") for p in artifacts.get("paths", [])] == ["reports"], "gitlab: artifacts paths are not reports/")
 
 for p in problems:
     print("   " + p)
@@ -115,7 +122,7 @@ sys.exit(1 if problems else 0)
 PY
   echo "   ok"
 else
-  echo "== NOT ASSESSED: YAML parsing and matrices (python3 cannot import yaml; install python3-yaml)"
+  echo "== NOT ASSESSED: YAML parsing (python3 cannot import yaml; install python3-yaml)"
 fi
 
 # ------------------------------------------------------------ (c) usage errors
@@ -162,6 +169,8 @@ read -r tests failures errors <<<"$counts"
 echo "   tests=$tests failures=$failures errors=$errors"
 ((failures > 0)) || fail "JUnit has no failure"
 [[ $(json_field "$work/reports/exercise_mhsa.json" verdict) == failed ]] || fail "the JSON verdict is not failed"
+[[ $(json_field "$work/reports/exercise_mhsa.classroom.json" status) == fail ]] ||
+  fail "no GitHub Classroom result saying fail: $(cat "$work/reports/exercise_mhsa.classroom.json")"
 
 step "an unknown exercise: exit 2, and still a JUnit file that says why"
 grade_as_ci exercise_nope auto
@@ -171,6 +180,34 @@ counts=$(check_junit "$work/reports/exercise_nope.xml") || fail "no JUnit file f
 read -r tests failures errors <<<"$counts"
 ((errors == 1)) || fail "expected one error testcase, got tests=$tests failures=$failures errors=$errors"
 grep -q "unknown exercise" "$work/reports/exercise_nope.xml" || fail "the JUnit file does not say why: $(cat "$work/reports/exercise_nope.xml")"
+
+# grade-changed.sh: what a push changed, or what is named; starters are neutral.
+changed_as_ci() {  # REPORTS, then VAR=VALUE... for the environment
+  local reports=$1
+  shift
+  : >"$work/github_env"
+  : >"$work/github_output"
+  (cd "$root" && env GITHUB_ENV="$work/github_env" GITHUB_OUTPUT="$work/github_output" GRADE_SANDBOX=auto "$@" \
+    bash templates/ci/grade-changed.sh "$reports") >"$work/changed.out" 2>&1
+}
+step "grade-changed.sh: an exercise named that is still its starter is not started: neutral, exit 0"
+changed_as_ci "$work/changed" GRADE_EXERCISES=exercise_mhsa,exercise_sdpa
+status=$?
+((status == 0)) || fail "exit $status for starters, expected 0: $(cat "$work/changed.out")"
+grep -q '| exercise_mhsa | not started |' "$work/changed/summary.md" || fail "summary: $(cat "$work/changed/summary.md")"
+grep -qx 'runners=' "$work/github_output" || fail "runners for Classroom: $(cat "$work/github_output")"
+[[ ! -s $work/github_env ]] || fail "a Classroom result for an exercise not graded: $(cat "$work/github_env")"
+step "grade-changed.sh: nothing changed since the base: nothing graded, exit 0"
+changed_as_ci "$work/changed2" GRADE_BASE="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo none)"
+status=$?
+((status == 0)) || fail "exit $status, expected 0: $(cat "$work/changed.out")"
+if git -C "$root" rev-parse HEAD >/dev/null 2>&1 && git -C "$root" diff --quiet HEAD -- exercises/; then
+  grep -q 'no learner file changed' "$work/changed2/summary.md" || fail "summary: $(cat "$work/changed2/summary.md")"
+fi
+step "grade-changed.sh: an unknown exercise named exits 2"
+changed_as_ci "$work/changed3" GRADE_EXERCISES=exercise_nope
+status=$?
+((status == 2)) || fail "exit $status, expected 2: $(cat "$work/changed.out")"
 
 step "GRADE_SANDBOX=strict where this machine can isolate"
 if "$build/grader/grade" --root "$root" --build-dir "$build" sandbox >"$work/sandbox" 2>&1; then

@@ -133,7 +133,7 @@ bool skipped_here(const YAML::Node& expect) {
   return expect["needs_sandbox"] && expect["needs_sandbox"].as<bool>() && !sandbox_isolates();
 }
 
-const std::vector<std::string> kPlatforms = {"exercism", "gradescope", "prairielearn", "junit", "html"};
+const std::vector<std::string> kPlatforms = {"exercism", "gradescope", "prairielearn", "junit", "html", "classroom"};
 
 // What one grade gave: the report (with the exit status of a single grade)
 // and the same grade in every platform's format.
@@ -171,7 +171,8 @@ const std::map<std::string, std::string> kBatchSuffix = {{"exercism", ".exercism
                                                          {"gradescope", ".gradescope.json"},
                                                          {"prairielearn", ".prairielearn.json"},
                                                          {"junit", ".xml"},
-                                                         {"html", ".html"}};
+                                                         {"html", ".html"},
+                                                         {"classroom", ".classroom.json"}};
 
 // One grade with the real single-grade command line (a model solution, a
 // starter, a folder's only file), its exit status read from the process.
@@ -279,9 +280,9 @@ TEST_P(Corpus, GradesAsLabelled) {
     auto problems = format_checks::exercism(rendered["exercism"]);
     for (const auto& more :
          {format_checks::gradescope(rendered["gradescope"]), format_checks::prairielearn(rendered["prairielearn"]),
-          format_checks::junit(rendered["junit"]),
+          format_checks::junit(rendered["junit"]), format_checks::classroom(rendered["classroom"]),
           format_checks::agree(graded.report, rendered["exercism"], rendered["gradescope"], rendered["prairielearn"],
-                               rendered["junit"])}) {
+                               rendered["junit"], rendered["classroom"])}) {
       problems.insert(problems.end(), more.begin(), more.end());
     }
     for (const auto& problem : problems) ADD_FAILURE() << "platform formats: " << problem;

@@ -53,6 +53,7 @@ inline Problems exercism(const std::string& text) {
   if (json.value("status", "") == "error" && !json.value("message", Json()).is_string()) {
     out.push_back("an error needs a message");
   }
+  if (json.value("status", "") != "error" && json.contains("message")) out.push_back("a message only with an error");
   if (!json["tests"].is_array()) return out.push_back("tests must be an array"), out;
   std::set<std::string> names;
   bool all_pass = true;
@@ -66,6 +67,7 @@ inline Problems exercism(const std::string& text) {
       out.push_back("test output over 500 characters");
     }
     if (!test.value("test_code", Json()).is_string()) out.push_back("test_code must be a string");
+    if (test.value("status", "") == "pass" && test.contains("message")) out.push_back("a passing test has no message");
     if (test.contains("task_id") && !(test["task_id"].is_number_integer() && test["task_id"] >= 1)) {
       out.push_back("task_id must be a positive integer");
     }
@@ -128,6 +130,30 @@ inline Problems prairielearn(const std::string& text) {
   return out;
 }
 
+// GitHub Classroom's grading reporter (classroom-resources/autograding-grading-reporter):
+// a runner's result has status pass|fail|error, max_score, and tests, each
+// with name, status and score; the points are the sum of the scores.
+inline Problems classroom(const std::string& text) {
+  Problems out;
+  auto json = parse(text, out);
+  if (!out.empty()) return out;
+  only_keys(json, {"version", "status", "max_score", "tests"}, "top level", out);
+  const std::set<std::string> statuses = {"pass", "fail", "error"};
+  if (!statuses.count(json.value("status", ""))) out.push_back("status must be pass, fail or error");
+  if (!json["max_score"].is_number()) out.push_back("max_score must be a number");
+  if (!json["tests"].is_array()) return out.push_back("tests must be an array"), out;
+  double points = 0;
+  for (const auto& test : json["tests"]) {
+    only_keys(test, {"name", "status", "score", "message", "test_code", "filename", "line_no", "duration"}, "test", out);
+    if (!test.value("name", Json()).is_string()) out.push_back("a test without a name");
+    if (!statuses.count(test.value("status", ""))) out.push_back("test status must be pass, fail or error");
+    if (!test["score"].is_number()) out.push_back("a test without a score");
+    points += test.value("score", 0.0);
+  }
+  if (points > json.value("max_score", 0.0) + 1e-9) out.push_back("the points exceed max_score");
+  return out;
+}
+
 struct JUnitCounts {
   int tests = 0, failures = 0, errors = 0, skipped = 0;
 };
@@ -184,7 +210,8 @@ inline Problems junit(const std::string& text, JUnitCounts* counts = nullptr) {
 // (informational, or needing a GPU the grade did not have) is never a failed
 // test, and a check that was not assessed never counted as passed.
 inline Problems agree(const Json& report, const std::string& exercism_text, const std::string& gradescope_text,
-                      const std::string& prairielearn_text, const std::string& junit_text) {
+                      const std::string& prairielearn_text, const std::string& junit_text,
+                      const std::string& classroom_text = "") {
   Problems out;
   const bool passed = report.value("verdict", "") == "passed";
   const double score = report.value("score", 0.0), max_score = report.value("max_score", 0.0);
@@ -230,6 +257,14 @@ inline Problems agree(const Json& report, const std::string& exercism_text, cons
     if (counts.skipped != static_cast<int>(not_assessed)) out.push_back("junit skips are not the checks not assessed");
   }
   if (passed && (score != max_score || max_score <= 0)) out.push_back("a pass must score the maximum, which is > 0");
+  if (!classroom_text.empty()) {
+    auto cl = Json::parse(classroom_text, nullptr, false);
+    double points = 0;
+    for (const auto& test : cl["tests"]) points += test.value("score", 0.0);
+    if (std::abs(points - score) > 1e-9 || std::abs(cl.value("max_score", -1.0) - max_score) > 1e-9)
+      out.push_back("classroom points disagree with the report's score");
+    if ((cl.value("status", "") == "pass") != passed) out.push_back("classroom status disagrees with the verdict");
+  }
   if (!assessed && (score != 0 || max_score != 0)) out.push_back("a grade not assessed scores 0 of 0");
   return out;
 }

@@ -110,13 +110,31 @@ TEST(Formats, ExercismVersion3) {
   EXPECT_EQ(json["tests"][0]["status"], "pass");
   EXPECT_EQ(json["tests"][1]["status"], "fail");
   EXPECT_EQ(json["tests"][2]["status"], "error") << "not assessed is never a pass";
-  EXPECT_EQ(json["tests"][1]["task_id"], 2);  // the focus point's place
-  EXPECT_GE(json["tests"][1]["output"].get<std::string>().size(), kExercismOutputLimit - 4) << "cut near the limit";
+  // The interface: a message on the tests that did not pass only, no
+  // top-level message but for an error, no invented task ids; the one run's
+  // output once (with the first test), and test_code that reproduces it.
+  EXPECT_FALSE(json.contains("message"));
+  EXPECT_FALSE(json["tests"][0].contains("message"));
+  EXPECT_NE(json["tests"][1]["message"].get<std::string>().find("something about scale"), std::string::npos);
+  for (const auto& test : json["tests"]) EXPECT_FALSE(test.contains("task_id"));
+  EXPECT_GE(json["tests"][0]["output"].get<std::string>().size(), kExercismOutputLimit - 4) << "cut near the limit";
+  EXPECT_FALSE(json["tests"][1].contains("output")) << "the same output on every test";
+  EXPECT_EQ(json["tests"][1]["test_code"].get<std::string>().rfind("./grade exercise_demo --seed ", 0), 0u)
+      << json["tests"][1]["test_code"];
 
   expect_valid(format_checks::exercism(render(compile_error(), "exercism")), "exercism");
   auto stopped = parsed(compile_error(), "exercism");
   EXPECT_EQ(stopped["status"], "error") << "no test could run";
   EXPECT_NE(stopped["message"].get<std::string>().find("expected ';'"), std::string::npos);
+}
+
+TEST(Formats, GradescopeVisibility) {
+  auto report = failed_grade();
+  report.visibility = "after_due_date";
+  auto json = parsed(report, "gradescope");
+  EXPECT_EQ(json["visibility"], "after_due_date");
+  for (const auto& test : json["tests"]) EXPECT_EQ(test["visibility"], "after_due_date");
+  expect_valid(format_checks::gradescope(render(report, "gradescope")), "gradescope");
 }
 
 TEST(Formats, GradescopeResults) {
@@ -148,6 +166,7 @@ TEST(Formats, PrairieLearnResults) {
 
 TEST(Formats, JUnitXml) {
   auto report = failed_grade();
+  report.checks[1].seconds = 0.25;  // the time its judging took
   format_checks::JUnitCounts counts;
   expect_valid(format_checks::junit(render(report, "junit"), &counts), "junit");
   EXPECT_EQ(counts.tests, 3);
@@ -160,6 +179,7 @@ TEST(Formats, JUnitXml) {
   EXPECT_STREQ(suite->Attribute("name"), "exercise_demo");
   EXPECT_NEAR(suite->DoubleAttribute("time"), 2.4, 1e-9);
   EXPECT_STREQ(suite->FirstChildElement("testcase")->Attribute("classname"), "head_split");
+  EXPECT_NEAR(suite->FirstChildElement("testcase")->NextSiblingElement("testcase")->DoubleAttribute("time"), 0.25, 1e-9);
 
   // Forbidden code: its numerically passing checks do not pass.
   report.verdict = Verdict::forbidden;
@@ -202,8 +222,10 @@ TEST(Formats, JUnitHoldsOnlyXmlCharacters) {
 TEST(Formats, AgreeWithTheJsonReport) {
   for (auto report : {failed_grade(), compile_error(), pass_without_gpu(), not_assessed()}) {
     auto json = Json::parse(render(report, "json"));
+    expect_valid(format_checks::classroom(render(report, "classroom")), "classroom");
     expect_valid(format_checks::agree(json, render(report, "exercism"), render(report, "gradescope"),
-                                      render(report, "prairielearn"), render(report, "junit")),
+                                      render(report, "prairielearn"), render(report, "junit"),
+                                      render(report, "classroom")),
                  verdict_name(report.verdict));
   }
 }

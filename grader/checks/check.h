@@ -41,6 +41,7 @@ struct CheckResult {
   bool informational = false;    // a measurement outside the score that decides nothing (exercise.yaml)
   bool partly_assessed = false;  // passed, but some of its cases could not run here: its focus point is not met
   double weight = 1;             // the check's share of the score (exercise.yaml)
+  double seconds = 0;            // the time the grader spent judging it (the learner's run is shared by all)
   std::string title;             // the check's title (exercise.yaml)
 };
 

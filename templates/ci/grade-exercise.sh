@@ -3,10 +3,12 @@
 #
 #   bash templates/ci/grade-exercise.sh EXERCISE REPORT_DIR
 #
-# writes REPORT_DIR/EXERCISE.xml (JUnit) and REPORT_DIR/EXERCISE.json (the
-# grader's JSON), prints the text report, and exits with grade's status:
-# 0 passed, 1 not passed, 2 usage error, 3 grader fault. The CI files beside
-# this one (github-actions.yml, gitlab-ci.yml) run nothing else.
+# writes REPORT_DIR/EXERCISE.xml (JUnit), REPORT_DIR/EXERCISE.json (the
+# grader's JSON) and REPORT_DIR/EXERCISE.classroom.json (GitHub Classroom's
+# autograding result), prints the text report, and exits with grade's status:
+# 0 passed, 1 not passed, 2 usage error, 3 grader fault, 4 not assessed here
+# (the CUDA exercise without a GPU). grade-changed.sh, which the CI files
+# beside this one run, calls it for each exercise to grade.
 #
 # Environment: GRADE_SANDBOX (default strict: refuse to grade without full
 # isolation; set it to auto where the CI runner is not privileged), and what
@@ -36,13 +38,15 @@ export GRADE_JOBS="${GRADE_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 status=0
 ./grade "$exercise" --sandbox "${GRADE_SANDBOX:-strict}" --format text \
-  --output "junit=$reports/$exercise.xml" --output "json=$reports/$exercise.json" || status=$?
+  --output "junit=$reports/$exercise.xml" --output "json=$reports/$exercise.json" \
+  --output "classroom=$reports/$exercise.classroom.json" || status=$?
 
 case $status in
   0) meaning="passed" ;;
   1) meaning="not passed" ;;
   2) meaning="usage or configuration error" ;;
   3) meaning="the grader itself failed" ;;
+  4) meaning="not assessed here: it needs a GPU" ;;
   *) meaning="unexpected exit status" ;;
 esac
 echo "grade-exercise: $exercise: exit $status ($meaning); reports in $reports" >&2

@@ -7,6 +7,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -689,7 +690,9 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
         out.push_back(std::move(result));
         continue;
       }
+      const auto started = std::chrono::steady_clock::now();
       auto result = run_kind(spec);
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       // What passed was shown on the cases that could run; say which could not.
       if (result.status == CheckStatus::passed) {
         for (const auto& why : lacking) result.message += " (not assessed on this machine: " + why + ")";
