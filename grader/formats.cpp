@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <openssl/evp.h>
 #include <tinyxml2.h>
 #include <unistd.h>
 
@@ -28,6 +29,14 @@ std::string cut_to(const std::string& text, size_t limit) {
   size_t end = limit - note.size();
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
   return text.substr(0, end) + note;
+}
+
+std::string base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                      reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(written));
+  return out;
 }
 
 // No check could run: the grade stopped before any (compile error, crash,
@@ -154,6 +163,14 @@ std::string prairielearn(const GradeReport& report) {
   json["score"] = ratio(report);
   json["message"] = report.summary;
   json["output"] = nothing_ran(report) ? stopped_output(report) : report.program_stdout;
+  // The attention figures, as long as they leave room in PrairieLearn's 1 MB.
+  size_t image_bytes = 0;
+  for (const auto& image : figure_images(report)) {
+    auto url = "data:image/svg+xml;base64," + base64(image.svg);
+    if (image_bytes + url.size() > kPrairieLearnImageBytes) break;
+    image_bytes += url.size();
+    json["images"].push_back({{"label", image.label}, {"url", url}});
+  }
   json["tests"] = Json::array();
   for (const auto& check : report.checks) {
     const bool passed = report.credits(check) && report.scored(check);
@@ -302,6 +319,8 @@ std::string junit(const GradeReport& report) {
 std::string json_text(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
+
+bool draws_figures(const std::string& format) { return format == "html" || format == "prairielearn"; }
 
 const std::vector<std::string>& report_formats() {
   static const std::vector<std::string> formats = {"text",  "json", "exercism", "gradescope", "prairielearn",

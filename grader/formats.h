@@ -35,6 +35,18 @@ std::string render(const GradeReport& report, const std::string& format, bool co
 
 // The HTML page (html.cpp).
 std::string render_html(const GradeReport& report);
+
+// Each drawn attention figure as one standalone SVG image (the three heatmaps
+// side by side), for platforms that show images (PrairieLearn's `images`).
+struct FigureImage {
+  std::string label;
+  std::string svg;
+};
+std::vector<FigureImage> figure_images(const GradeReport& report);
+// Whether a report in `format` shows the attention figures (the grade must compute them).
+bool draws_figures(const std::string& format);
+// How much of PrairieLearn's 1 MB of results the figures' images may take.
+constexpr size_t kPrairieLearnImageBytes = 512 * 1024;
 // For other pages in the same style and under the same policy (nothing loads
 // or runs): text escaped for HTML, and the page up to its <body> (close it
 // with "</body></html>").

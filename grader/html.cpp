@@ -77,17 +77,53 @@ std::string cell_text(double value, bool difference) {
   return fmt::format("{:.2f}", value);
 }
 
+// One heatmap of a figure: what it shows and how it is coloured.
+struct Map {
+  std::string caption;
+  std::vector<std::vector<double>> values;
+  bool difference = false;
+  double extent = 1;  // a difference's colour scale: +-extent
+};
+
+// A figure's three heatmaps: the learner's weights, the reference's, and their difference.
+std::vector<Map> maps_of(const AttentionFigure& figure) {
+  std::vector<std::vector<double>> difference = figure.learner;
+  double extent = 0;
+  for (size_t i = 0; i < difference.size(); ++i) {
+    for (size_t j = 0; j < difference[i].size(); ++j) {
+      difference[i][j] -= figure.reference[i][j];
+      if (std::isfinite(difference[i][j])) extent = std::max(extent, std::abs(difference[i][j]));
+    }
+  }
+  const bool none = extent <= kNoDifference;
+  extent = std::max(extent, kNoDifference);
+  return {{"your weights", figure.learner, false, 1},
+          {"reference weights", figure.reference, false, 1},
+          {none ? std::string("yours − reference: no difference")
+                : fmt::format("yours − reference (red: yours larger; scale ±{:.3g})", extent),
+           difference, true, extent}};
+}
+
+struct Svg {
+  std::string text;
+  int width = 0, height = 0;
+};
+
 // One matrix as an SVG heatmap: a row per query, a column per key, each
-// cell's value written in it and in its tooltip; masked keys marked.
-std::string heatmap(const std::string& caption, const std::vector<std::vector<double>>& values,
-                    const std::vector<bool>& masked, bool difference, double extent) {
+// cell's value written in it and in its tooltip; masked keys marked. At
+// (x, y) when nested in a larger image.
+Svg heatmap_svg(const Map& map, const std::vector<bool>& masked, int x0 = 0, int y0 = 0) {
+  const auto& values = map.values;
+  const auto& caption = map.caption;
+  const bool difference = map.difference;
+  const double extent = map.extent;
   constexpr int kCell = 46, kLeft = 34, kTop = 30;
   const int rows = static_cast<int>(values.size()), cols = rows ? static_cast<int>(values.front().size()) : 0;
   const int width = kLeft + cols * kCell + 2, height = kTop + rows * kCell + 2;
   std::string svg = fmt::format(
-      "<figure class=\"map\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
       "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">",
-      width, height, width, height, escape(caption));
+      x0, y0, width, height, width, height, escape(caption));
   for (int j = 0; j < cols; ++j) {
     const bool hidden = j < static_cast<int>(masked.size()) && masked[j];
     svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"{}\">k{}{}</text>", kLeft + j * kCell + kCell / 2, kTop - 10,
@@ -108,8 +144,13 @@ std::string heatmap(const std::string& caption, const std::vector<std::vector<do
           cell_text(v, difference));
     }
   }
-  svg += "</svg><figcaption>" + escape(caption) + "</figcaption></figure>";
-  return svg;
+  svg += "</svg>";
+  return {svg, width, height};
+}
+
+std::string heatmap(const Map& map, const std::vector<bool>& masked) {
+  return "<figure class=\"map\">" + heatmap_svg(map, masked).text + "<figcaption>" + escape(map.caption) +
+         "</figcaption></figure>";
 }
 
 std::string figure_section(const AttentionFigure& figure) {
@@ -126,22 +167,8 @@ std::string figure_section(const AttentionFigure& figure) {
                                                                      ? std::string("not finite (NaN or infinity)")
                                                                      : fmt::format("{:.3g}", figure.max_difference)),
                      figure.batch, figure.head, same ? "" : " (where they differ most)");
-  std::vector<std::vector<double>> difference = figure.learner;
-  double extent = 0;
-  for (size_t i = 0; i < difference.size(); ++i) {
-    for (size_t j = 0; j < difference[i].size(); ++j) {
-      difference[i][j] -= figure.reference[i][j];
-      if (std::isfinite(difference[i][j])) extent = std::max(extent, std::abs(difference[i][j]));
-    }
-  }
-  const bool none = extent <= kNoDifference;
-  extent = std::max(extent, kNoDifference);
   out += "<div class=\"maps\">";
-  out += heatmap("your weights", figure.learner, figure.masked_keys, false, 1);
-  out += heatmap("reference weights", figure.reference, figure.masked_keys, false, 1);
-  out += heatmap(none ? std::string("yours − reference: no difference")
-                      : fmt::format("yours − reference (red: yours larger; scale ±{:.3g})", extent),
-                 difference, figure.masked_keys, true, extent);
+  for (const auto& map : maps_of(figure)) out += heatmap(map, figure.masked_keys);
   out += "</div>";
   bool any_masked = std::find(figure.masked_keys.begin(), figure.masked_keys.end(), true) != figure.masked_keys.end();
   out += std::string("<p class=\"meta\">Rows are queries (q0, q1, ...), columns keys") +
@@ -155,7 +182,14 @@ std::string pre(const std::string& title, const std::string& text) {
   return "<h2>" + escape(title) + "</h2><pre>" + escape(text) + "</pre>";
 }
 
-constexpr const char* kStyle = R"(
+// How a heatmap's text looks, in the page and in a standalone image.
+constexpr const char* kSvgStyle = R"(
+svg text { font: 11px ui-monospace, monospace; text-anchor: middle; fill: #1b1b1b; }
+svg text.light { fill: #fff; }
+svg text.masked { fill: #b42318; font-weight: bold; }
+)";
+
+const std::string kStyle = R"(
 body { font: 15px/1.45 system-ui, sans-serif; color: #1b1b1b; margin: 2em auto; max-width: 68em; padding: 0 1em; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; }
 .meta { color: #555; font-size: 0.92em; }
@@ -176,9 +210,7 @@ pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; white-space: pre-wr
 .maps { display: flex; flex-wrap: wrap; gap: 1.5em; }
 figure.map { margin: 0; }
 figcaption { font-size: 0.9em; color: #333; text-align: center; }
-svg text { font: 11px ui-monospace, monospace; text-anchor: middle; fill: #1b1b1b; }
-svg text.light { fill: #fff; }
-svg text.masked { fill: #b42318; font-weight: bold; }
+)" + std::string(kSvgStyle) + R"(
 .differs { color: #b42318; font-weight: bold; } .same { color: #1a7f37; font-weight: bold; }
 .note { color: #9a6700; }
 )";
@@ -186,6 +218,32 @@ svg text.masked { fill: #b42318; font-weight: bold; }
 }  // namespace
 
 std::string html_escape(const std::string& text) { return escape(text); }
+
+std::vector<FigureImage> figure_images(const GradeReport& report) {
+  std::vector<FigureImage> images;
+  for (const auto& figure : report.figures) {
+    if (!figure.note.empty() || figure.learner.empty()) continue;
+    constexpr int kGap = 16, kCaption = 22;
+    std::string body;
+    int width = 0, height = 0;
+    for (const auto& map : maps_of(figure)) {
+      // Wide enough for its caption (11 px monospace: about 7 px a character).
+      const int segment = std::max(heatmap_svg(map, figure.masked_keys).width,
+                                   static_cast<int>(map.caption.size()) * 7 + 8);
+      auto svg = heatmap_svg(map, figure.masked_keys, width + (segment - heatmap_svg(map, {}).width) / 2, 0);
+      body += svg.text + fmt::format("<text x=\"{}\" y=\"{}\">{}</text>", width + segment / 2,
+                                     svg.height + kCaption - 6, escape(map.caption));
+      width += segment + kGap;
+      height = std::max(height, svg.height + kCaption);
+    }
+    images.push_back({figure.title + " (" + figure.input + ")",
+                      fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+                                  "viewBox=\"0 0 {} {}\"><style>{}</style><rect width=\"100%\" height=\"100%\" "
+                                  "fill=\"#fff\"/>{}</svg>",
+                                  width, height, width, height, kSvgStyle, body)});
+  }
+  return images;
+}
 
 std::string html_page_start(const std::string& title) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>";

@@ -385,8 +385,8 @@ int grade_many(ManyRequest request, grader::GradeOptions options) {
     }
   }
   check_batch_outputs(request.outputs, files);
-  options.figures =
-      std::any_of(request.outputs.begin(), request.outputs.end(), [](const auto& out) { return out.first == "html"; });
+  options.figures = std::any_of(request.outputs.begin(), request.outputs.end(),
+                                [](const auto& out) { return grader::draws_figures(out.first); });
   grade_batch(items, options, jobs);
   for (const auto& item : items) {
     if (item.item.submission.empty()) continue;
@@ -676,8 +676,9 @@ static int run(int argc, char** argv) {
           options);
     }
     if (!files.empty()) options.submission = files.front();
-    options.figures = format == "html" || std::any_of(files_out.begin(), files_out.end(),
-                                                      [](const auto& out) { return out.first == "html"; });
+    options.figures = grader::draws_figures(format) ||
+                      std::any_of(files_out.begin(), files_out.end(),
+                                  [](const auto& out) { return grader::draws_figures(out.first); });
     auto report = grader::grade(options);
     if (submissions.empty()) record_progress(grader::progress_file(options.project_root), report);
     std::cout << grader::render(report, format, use_color(color) && format == "text");

@@ -122,6 +122,13 @@ inline Problems prairielearn(const std::string& text) {
             "top level", out);
   if (!json["gradable"].is_boolean()) out.push_back("gradable must be a boolean");
   if (!json["score"].is_number() || json["score"] < 0 || json["score"] > 1) out.push_back("score must be in [0, 1]");
+  if (text.size() > 1000 * 1000) out.push_back("over PrairieLearn's 1 MB of results");
+  if (!json.value("gradable", true) && !json["format_errors"].is_array()) out.push_back("not gradable without format_errors");
+  for (const auto& image : json.value("images", Json::array())) {
+    only_keys(image, {"label", "url"}, "image", out);
+    if (!image.value("url", Json()).is_string() || image["url"].get<std::string>().rfind("data:image/", 0) != 0)
+      out.push_back("an image's url must be a data:image/ URI");
+  }
   for (const auto& test : json["tests"]) {
     only_keys(test, {"name", "description", "points", "max_points", "message", "output", "images"}, "test", out);
     if (!test["name"].is_string()) out.push_back("a test without a name");

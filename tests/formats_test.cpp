@@ -321,6 +321,33 @@ TEST(Formats, HtmlIsSelfContainedAndLearnerTextStaysText) {
   }
 }
 
+// PrairieLearn shows the drawn figures as images (an SVG of the three
+// heatmaps each, well-formed and standalone); a figure with a note has none.
+TEST(Formats, PrairieLearnShowsTheFiguresAsImages) {
+  auto report = failed_grade();
+  report.figures.push_back(drawn_figure());
+  AttentionFigure noted;
+  noted.note = "your code threw an error";
+  report.figures.push_back(noted);
+  const auto text = render(report, "prairielearn");
+  expect_valid(format_checks::prairielearn(text), "prairielearn");
+  auto json = Json::parse(text);
+  ASSERT_EQ(json["images"].size(), 1u);
+  const auto url = json["images"][0]["url"].get<std::string>();
+  ASSERT_EQ(url.rfind("data:image/svg+xml;base64,", 0), 0u);
+  const auto images = figure_images(report);
+  ASSERT_EQ(images.size(), 1u);
+  tinyxml2::XMLDocument svg;
+  ASSERT_EQ(svg.Parse(images[0].svg.c_str()), tinyxml2::XML_SUCCESS) << images[0].svg.substr(0, 300);
+  EXPECT_STREQ(svg.RootElement()->Name(), "svg");
+  size_t cells = 0;
+  for (size_t at = images[0].svg.find("class=\"cell\""); at != std::string::npos;
+       at = images[0].svg.find("class=\"cell\"", at + 1))
+    ++cells;
+  EXPECT_EQ(cells, 3u * 15u);
+  EXPECT_NE(images[0].svg.find("<style>"), std::string::npos) << "standalone: its own style";
+}
+
 TEST(Formats, HtmlDrawsEachFigureAsThreeHeatmapsOrANote) {
   auto report = failed_grade();
   report.figures.push_back(drawn_figure());
