@@ -90,14 +90,19 @@ Json read_json(const fs::path& file) {
   return Json::parse(text.str());
 }
 
-// RFC 4180 cell; a leading =, +, -, @ or control character would make a
-// spreadsheet run the cell as a formula: prefixed with ' (OWASP's advice).
-std::string csv_cell(std::string text) {
-  if (!text.empty() && std::string("=+-@\t\r").find(text.front()) != std::string::npos) text.insert(0, "'");
+// RFC 4180 cell, the text byte for byte.
+std::string csv_exact(const std::string& text) {
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string quoted = "\"";
   for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
+}
+
+// RFC 4180 cell of text the grader wrote (summaries, warnings naming files):
+// one a spreadsheet would run as a formula is prefixed with ' (OWASP's advice).
+std::string csv_cell(std::string text) {
+  if (spreadsheet_formula(text)) text.insert(0, "'");
+  return csv_exact(text);
 }
 
 std::string number(double value) { return fmt::format("{:g}", value); }
@@ -117,6 +122,10 @@ bool has_score(const GradebookEntry& entry) {
 bool outside_total(const GradebookEntry& entry) { return entry.verdict == "not_assessed"; }
 
 }  // namespace
+
+bool spreadsheet_formula(const std::string& text) {
+  return !text.empty() && std::string("=+-@\t\r").find(text.front()) != std::string::npos;
+}
 
 std::string Shard::describe() const { return fmt::format("{}/{}", index + 1, count); }
 
@@ -448,7 +457,9 @@ std::string gradebook_csv(const Gradebook& book) {
                csv_cell(cell->second.verdict) + "," + csv_cell(missed);
     }
     // A total over an incomplete row would understate the student: left empty.
-    out += csv_cell(student) + "," + (complete ? number(score) : "") + "," + number(max_score) + cells + "," +
+    // The student's id byte for byte, the key a roster joins on (merge warns
+    // of ids a spreadsheet would read as a formula).
+    out += csv_exact(student) + "," + (complete ? number(score) : "") + "," + number(max_score) + cells + "," +
            csv_cell(warnings) + "\r\n";
   }
   return out;

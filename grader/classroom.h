@@ -112,9 +112,12 @@ struct Gradebook {
 Gradebook merge_results(const std::vector<std::filesystem::path>& results_dirs);
 
 // One row per student: student, score, max_score, then per exercise its
-// score, verdict and missed focus points (RFC 4180 quoting; a cell that a
-// spreadsheet would run as a formula is prefixed with ').
+// score, verdict and missed focus points, and the warnings (RFC 4180 quoting).
+// The student's id is written byte for byte; any other cell that a
+// spreadsheet would run as a formula is prefixed with '.
 std::string gradebook_csv(const Gradebook& book);
+// Whether a spreadsheet would read a cell starting like `text` as a formula.
+bool spreadsheet_formula(const std::string& text);
 // One student's grades as JSON: totals and, per exercise, the entry.
 std::string student_json(const Gradebook& book, const std::string& student);
 

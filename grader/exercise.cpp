@@ -476,6 +476,13 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
         read.fail("check '" + spec.id + "': weight must be a positive number");
       }
     }
+    if (node["visibility"]) {
+      spec.visibility = node["visibility"].Scalar();
+      if (spec.visibility != "visible" && spec.visibility != "hidden" && spec.visibility != "after_due_date" &&
+          spec.visibility != "after_published") {
+        read.fail("check '" + spec.id + "': visibility must be visible, hidden, after_due_date or after_published");
+      }
+    }
     if (node["informational"]) {
       const auto flag = node["informational"].Scalar();
       if (flag != "true" && flag != "false") read.fail("check '" + spec.id + "': informational must be true or false");
@@ -488,7 +495,7 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
     for (const auto& entry : node) {
       auto key = entry.first.as<std::string>();
       if (key == "id" || key == "focus_point" || key == "covers" || key == "title" || key == "kind" || key == "cases" ||
-          key == "weight" || key == "informational")
+          key == "weight" || key == "informational" || key == "visibility")
         continue;
       if (entry.second.IsScalar()) {
         spec.options[key] = entry.second.Scalar();

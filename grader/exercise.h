@@ -27,6 +27,9 @@ struct CheckSpec {
   // `informational: true`: a measurement shown beside the grade (a bandwidth)
   // that is outside the score and never decides a verdict or a focus point.
   bool informational = false;
+  // `visibility:` Gradescope's for this check's test (visible, hidden, after_due_date,
+  // after_published); empty: the grade's (--visibility).
+  std::string visibility;
   std::map<std::string, std::string> options;  // further scalars; a mapping's entries as "key.sub"
   std::string option(const std::string& key, const std::string& fallback = "") const {
     auto found = options.find(key);

@@ -127,8 +127,9 @@ std::string exercism(const GradeReport& report) {
 
 std::string gradescope(const GradeReport& report) {
   Json json;
+  // Gradescope's results have no top-level maximum: the assignment's points
+  // are set in Gradescope, and each test states its own.
   json["score"] = report.score();
-  json["max_score"] = report.max_score;
   json["execution_time"] = static_cast<int64_t>(std::ceil(report.total_seconds));
   json["output"] = nothing_ran(report) ? stopped_output(report) : report.summary + outside_score_note(report);
   json["visibility"] = report.visibility;
@@ -146,7 +147,7 @@ std::string gradescope(const GradeReport& report) {
     std::vector<std::string> tags = {check.focus_point};
     for (const auto& more : check.also_against) tags.push_back(more);
     test["tags"] = tags;
-    test["visibility"] = report.visibility;
+    test["visibility"] = check.visibility.empty() ? report.visibility : check.visibility;
     json["tests"].push_back(test);
   }
   return json_text(json);

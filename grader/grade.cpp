@@ -274,6 +274,7 @@ struct GradeInProgress {
     report.verdict = verdict;
     report.summary = std::move(summary);
     report.assess_focus_points(prepared.exercise.focus_points);
+    report.max_score = max_score_of(report.checks, prepared.exercise, prepared.target.on_gpu());
     // Nothing could be assessed here: no score, and no maximum to fall short of.
     if (verdict == Verdict::not_assessed) report.max_score = 0;
     // A pass says what it did not show: those points are not met.

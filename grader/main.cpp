@@ -259,6 +259,13 @@ int merge(const std::vector<std::string>& results, const std::string& gradebook_
   }
   std::cout << fmt::format("{} students, {} exercises: {}\n", book.students.size(), book.exercises.size(),
                            (out / "gradebook.csv").string());
+  for (const auto& [student, row] : book.students) {
+    if (grader::spreadsheet_formula(student)) {
+      std::cerr << "grade merge: student id '" << grader::printable(student)
+                << "' is written as it is; a spreadsheet may read that cell as a formula (import the CSV with "
+                   "the first column as text)\n";
+    }
+  }
   for (const auto& problem : book.problems) std::cout << "incomplete: " << grader::printable(problem) << "\n";
   return book.problems.empty() ? 0 : grader::kExitGraderFault;
 }

@@ -10,6 +10,7 @@ void mark_score_scope(std::vector<CheckResult>& checks, const Exercise& exercise
                                    [&](const CheckSpec& candidate) { return candidate.id == check.id; });
     if (spec == exercise.checks.end()) continue;
     check.informational = spec->informational;
+    check.visibility = spec->visibility;
     // What ran to a result here (a forbidden symbol seen in the compiled
     // kernel) was assessed here, GPU or not.
     if (!on_gpu && exercise.needs_gpu(*spec) && check.status == CheckStatus::skipped) check.needs_gpu = true;
@@ -17,6 +18,17 @@ void mark_score_scope(std::vector<CheckResult>& checks, const Exercise& exercise
 }
 
 bool in_score(const CheckResult& check) { return !check.informational && !check.needs_gpu; }
+
+double max_score_of(const std::vector<CheckResult>& checks, const Exercise& exercise, bool on_gpu) {
+  double total = exercise.max_score(on_gpu);
+  if (on_gpu) return total;
+  for (const auto& check : checks) {
+    const auto spec = std::find_if(exercise.checks.begin(), exercise.checks.end(),
+                                   [&](const CheckSpec& candidate) { return candidate.id == check.id; });
+    if (spec != exercise.checks.end() && exercise.needs_gpu(*spec) && in_score(check)) total += spec->weight;
+  }
+  return total;
+}
 
 ChecksVerdict verdict_of_checks(const std::vector<CheckResult>& checks,
                                 const std::vector<FocusPointResult>& focus_points) {

@@ -17,13 +17,18 @@
 
 namespace grader {
 
-// Marks each result informational as its exercise.yaml check says, and
+// Marks each result informational, with its visibility, as its exercise.yaml check says, and
 // needs_gpu where only a GPU can assess it and, on a grade without one
 // (`on_gpu` false), it was skipped.
 void mark_score_scope(std::vector<CheckResult>& checks, const Exercise& exercise, bool on_gpu);
 
 // Whether `check` counts in the score and its maximum.
 bool in_score(const CheckResult& check);
+
+// The maximum of a grade: what a full answer earns here (Exercise::max_score),
+// plus the checks only a GPU can assess that ran to a result here all the
+// same (forbidden symbols found in a CUDA kernel's compiled code).
+double max_score_of(const std::vector<CheckResult>& checks, const Exercise& exercise, bool on_gpu);
 
 struct ChecksVerdict {
   Verdict verdict = Verdict::failed;  // passed, failed or not_assessed

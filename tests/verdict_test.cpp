@@ -127,6 +127,19 @@ TEST(Score, AFullAnswerEarnsTheMaximumOnAnyMachine) {
     for (const auto& check : ran) EXPECT_FALSE(check.needs_gpu) << check.id;
   }
 
+  // ... and in the grade's maximum.
+  {
+    auto ran = report.checks;
+    for (auto& check : ran) {
+      check.needs_gpu = false;
+      if (check.id == "gpu_execution") check.status = CheckStatus::failed;
+    }
+    mark_score_scope(ran, exercise, /*on_gpu=*/false);
+    EXPECT_DOUBLE_EQ(max_score_of(ran, exercise, /*on_gpu=*/false), all);
+    EXPECT_DOUBLE_EQ(max_score_of(report.checks, exercise, /*on_gpu=*/false), all - 2);
+    EXPECT_DOUBLE_EQ(max_score_of({}, exercise, /*on_gpu=*/false), all - 2) << "a grade stopped before any check";
+  }
+
   // On a GPU the same check is in the score.
   auto on_gpu = report;
   for (auto& check : on_gpu.checks) check.needs_gpu = false;
@@ -136,6 +149,12 @@ TEST(Score, AFullAnswerEarnsTheMaximumOnAnyMachine) {
   // A grade not assessed scores nothing of nothing.
   report.verdict = Verdict::not_assessed;
   EXPECT_DOUBLE_EQ(report.score(), 0);
+}
+
+TEST(ExerciseYaml, AChecksVisibilityIsGradescopes) {
+  EXPECT_EQ(mhsa_with(kGpuCheck, kGpuCheck + " visibility: after_due_date,").check("gpu_execution").visibility,
+            "after_due_date");
+  EXPECT_THROW(mhsa_with(kGpuCheck, kGpuCheck + " visibility: secret,"), ConfigError);
 }
 
 TEST(ExerciseYaml, InformationalChecksHaveNoWeight) {

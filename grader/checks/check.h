@@ -39,6 +39,7 @@ struct CheckResult {
   // not block a pass, and it is outside the score (verdict.h).
   bool needs_gpu = false;
   bool informational = false;    // a measurement outside the score that decides nothing (exercise.yaml)
+  std::string visibility;        // Gradescope's for its test (exercise.yaml); empty: the grade's
   bool partly_assessed = false;  // passed, but some of its cases could not run here: its focus point is not met
   double weight = 1;             // the check's share of the score (exercise.yaml)
   double seconds = 0;            // the time the grader spent judging it (the learner's run is shared by all)
