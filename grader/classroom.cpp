@@ -14,6 +14,7 @@
 #include "discovery.h"
 #include "errors.h"
 #include "formats.h"
+#include "report.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -153,18 +154,29 @@ std::vector<ClassItem> class_items(const fs::path& class_dir, const std::vector<
     throw UsageError("the class folder " + class_dir.string() + " is not a folder (expected one folder per student)");
   }
   std::vector<std::string> students;
-  std::map<std::string, std::string> linked;  // student -> where the folder's link leads
+  std::map<std::string, std::string> refused;  // student -> why none of the folder is graded
   for (const auto& entry : fs::directory_iterator(class_dir)) {
-    auto name = entry.path().filename().string();
+    const auto name = entry.path().filename().string();
     if (name.empty() || name.front() == '.') continue;
-    if (entry.is_symlink()) {
-      // Graded as nobody's folder but its own: that student's row says why.
-      if (!entry.is_directory()) continue;
-      linked[name] = fs::read_symlink(entry.path(), error).string();
-      students.push_back(name);
-    } else if (entry.is_directory()) {
-      students.push_back(name);
+    // Never followed: a link (to a folder, a file, nowhere, itself) is that student's row, saying why.
+    if (entry.is_symlink(error)) {
+      const auto student = printable(name);
+      refused[student] = "the student's folder is a symbolic link (to " +
+                         printable(fs::read_symlink(entry.path(), error).string()) +
+                         "): a student's answers are read from a folder of the class itself (copy it in instead)";
+      students.push_back(student);
+      continue;
     }
+    if (!fs::is_directory(entry.symlink_status(error))) continue;  // a file beside the students: nobody's
+    // A name that is not text (bytes that are not UTF-8, control characters)
+    // cannot be a gradebook's key: its escaped form is, and the row says why.
+    if (printable(name) != name) {
+      refused[printable(name)] = "the folder's name is not plain text (" + printable(name) +
+                                 "): rename it with letters, digits and punctuation";
+      students.push_back(printable(name));
+      continue;
+    }
+    students.push_back(name);
   }
   if (students.empty()) throw UsageError("no student folders in " + class_dir.string());
   std::sort(students.begin(), students.end());
@@ -175,9 +187,8 @@ std::vector<ClassItem> class_items(const fs::path& class_dir, const std::vector<
   for (const auto& student : students) {
     for (const auto* exercise : sorted) {
       ClassItem item{student, exercise->id, {}, {}, {}};
-      if (linked.count(student)) {
-        item.invalid = "the student's folder is a symbolic link (to " + linked.at(student) +
-                       "): a student's answers are read from a folder of the class itself (copy it in instead)";
+      if (refused.count(student)) {
+        item.invalid = refused.at(student);
       } else {
         auto found = find_answer(class_dir / student, *exercise);
         item.submission = found.answer;
@@ -408,12 +419,14 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
     }
   }
   // Each exercise's maximum, also where a result is lost or failed: the
-  // manifests', else the largest any result states.
+  // manifests' (what a full answer earns where the class was graded), else
+  // the largest any result states. Never raised by one student's result (a
+  // forbidden CUDA kernel's counts a check more).
+  std::map<std::string, double> stated;
   for (const auto& [student, row] : book.students) {
-    for (const auto& [exercise, cell] : row) {
-      book.max_scores[exercise] = std::max(book.max_scores[exercise], cell.max_score);
-    }
+    for (const auto& [exercise, cell] : row) stated[exercise] = std::max(stated[exercise], cell.max_score);
   }
+  for (const auto& [exercise, max_score] : stated) book.max_scores.emplace(exercise, max_score);
   book.exercises.assign(exercises.begin(), exercises.end());
   return book;
 }

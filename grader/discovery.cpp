@@ -58,6 +58,14 @@ std::string shown(const fs::path& path, const fs::path& student_dir) {
 
 }  // namespace
 
+bool inside_folder(const fs::path& path, const fs::path& folder) {
+  std::error_code error;
+  const auto real = fs::canonical(path, error);
+  if (error) return false;
+  const auto real_folder = fs::canonical(folder, error);
+  return !error && within(real, real_folder);
+}
+
 bool near_miss(const std::string& name, const std::string& wanted) {
   if (name == wanted) return false;
   const auto got = lower(name), want = lower(wanted);
@@ -125,7 +133,7 @@ Discovery find_answer(const fs::path& student_dir, const Exercise& exercise) {
   }
   // Nothing by that name: files that look meant for it.
   for (const auto& dir : {student_dir, student_dir / "exercises" / exercise.id}) {
-    if (!fs::is_directory(fs::symlink_status(dir, error))) continue;
+    if (!fs::is_directory(fs::symlink_status(dir, error)) || !inside_folder(dir, student_dir)) continue;
     for (const auto& entry : fs::directory_iterator(dir, error)) {
       const auto file = entry.path().filename().string();
       if (near_miss(file, name)) {

@@ -24,6 +24,10 @@ struct Discovery {
 // The student's answer to `exercise` in `student_dir`.
 Discovery find_answer(const std::filesystem::path& student_dir, const Exercise& exercise);
 
+// Whether `path`, its links resolved, lies inside `folder` (links resolved):
+// false for a path that does not exist.
+bool inside_folder(const std::filesystem::path& path, const std::filesystem::path& folder);
+
 // Whether a file named `name` looks like a misnamed `wanted`: another case
 // ("SDPA.cpp"), a copy's suffix ("sdpa (1).cpp", "sdpa-2.cpp", "sdpa copy.cpp"),
 // or another extension ("sdpa.cc", "sdpa.cpp.txt"). The exact name is no miss.

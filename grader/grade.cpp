@@ -16,6 +16,7 @@
 
 #include "checks/check.h"
 #include "compile.h"
+#include "discovery.h"
 #include "errors.h"
 #include "process.h"
 #include "seed.h"
@@ -553,9 +554,13 @@ bool ran_through(const ChildOutcome& outcome, size_t requests, std::vector<wire:
 }
 
 // The prepared grade's submission, read now.
-Submission submission_of(const PreparedGrade& prepared) {
+Submission submission_of(const PreparedGrade& prepared, const GradeOptions& options) {
   Submission submission;
   submission.path = prepared.submission;
+  if (options.within && !inside_folder(submission.path, *options.within)) {
+    throw InvalidSubmission(submission.path.string() + " is not a file inside " + options.within->string() +
+                            " (a symbolic link on the way leads out of it): only the files handed in are graded");
+  }
   submission.text = read_submission(submission.path);
   return submission;
 }
@@ -577,7 +582,7 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
     prepared = prepare_grade(options, false);
   }
   const auto& exercise = prepared->exercise;
-  const auto submission = submission_of(*prepared);
+  const auto submission = submission_of(*prepared, options);
   GradeInProgress grading(options, *prepared, submission, start);
 
   // Every case runs in one child process; only its result channel counts.
@@ -615,7 +620,7 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
   auto start = Clock::now();
   auto prepared = prepare(options, false, seeds.size());
   const auto& exercise = prepared->exercise;
-  const auto submission = submission_of(*prepared);
+  const auto submission = submission_of(*prepared, options);
   std::vector<GradeOptions> seeded(seeds.size(), options);
   std::vector<std::unique_ptr<Suite>> suites;  // one each: a suite keeps what it judged last
   std::vector<GradeInProgress> grades;

@@ -29,6 +29,9 @@ struct GradeOptions {
   std::string device = "auto";  // cpu, cuda, or auto: cuda where this LibTorch sees a CUDA device
   bool speed = true;            // on a GPU, time a passed submission (exercise.yaml `speed:`)
   std::string visibility = "visible";  // Gradescope: when the student sees the grade's tests (--visibility)
+  // --within DIR: the submission's real path (links resolved) must lie inside
+  // DIR, else it is an invalid submission (a platform's submission folder).
+  std::optional<std::filesystem::path> within;
 };
 
 // Where a grade with `device` (cpu, cuda, auto) runs: throws UsageError for an

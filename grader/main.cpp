@@ -548,6 +548,9 @@ static int run(int argc, char** argv) {
       ->excludes(seed_option);
   app.add_option("--color", color, "colour the text report (auto: on a terminal, unless NO_COLOR is set)")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--within", options.within,
+                 "refuse a submission whose real path (links resolved) is not inside this folder (what a grading "
+                 "platform's entry point gives: a link in the hand-in must not lead to the grader's files)");
   app.add_option("--visibility", options.visibility,
                  "gradescope: when the student sees the tests and the score (visible, hidden, after_due_date, "
                  "after_published)")

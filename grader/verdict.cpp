@@ -46,7 +46,9 @@ ChecksVerdict verdict_of_checks(const std::vector<CheckResult>& checks,
   if (out.failed > 0 || out.unrun > 0) {
     out.verdict = Verdict::failed;
   } else if (!any_met) {
-    out.verdict = Verdict::not_assessed;
+    // Not assessed only for want of a GPU; nothing shown for another cause
+    // (every point partly assessed, say) is no pass and no neutral result.
+    out.verdict = out.gpu_skipped > 0 ? Verdict::not_assessed : Verdict::failed;
   } else {
     out.verdict = Verdict::passed;
   }

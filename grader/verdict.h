@@ -40,9 +40,9 @@ struct ChecksVerdict {
 // The verdict of checks that all ran to a result (informational ones aside):
 //  passed        nothing failed, nothing was skipped but for want of a GPU, and
 //                at least one focus point was shown met;
-//  not_assessed  nothing failed and nothing was skipped but for want of a GPU,
-//                yet no focus point could be shown (a CUDA kernel on a machine
-//                without a GPU): nothing found wrong, nothing shown to work;
+//  not_assessed  nothing failed, checks were skipped for want of a GPU and for
+//                nothing else, and no focus point could be shown (a CUDA kernel
+//                on a machine without a GPU): nothing found wrong, nothing shown;
 //  failed        otherwise: a check failed, or one could not run for a cause
 //                a GPU would not remove (what was not assessed was not shown).
 ChecksVerdict verdict_of_checks(const std::vector<CheckResult>& checks,

@@ -13,7 +13,10 @@
 #                 the starter)
 #
 # Each holds the grader's sources (its tracked files, no build folder) and
-# builds inside the platform's image. Grade options after -- (default:
+# builds inside the platform's image. The model solutions and the test suite
+# (whose corpus holds correct answers too) stay out: a platform's container
+# may not isolate a submission from the files beside it. CUDA exercises are
+# refused: the platforms' graders have no GPU. Grade options after -- (default:
 # --sandbox auto, since the platforms' containers are not privileged) are
 # given to every grade.
 set -euo pipefail
@@ -42,6 +45,12 @@ for id in "${exercises[@]}"; do
   [[ $id =~ ^[a-z0-9_]+$ && -f $root/exercises/$id/exercise.yaml ]] ||
     { echo "grade package: no exercise '$id' (see: ./grade list)" >&2; exit 2; }
 done
+for id in "${exercises[@]}"; do
+  if grep -q '^learner_files: *\[[^]]*\.cu' "$root/exercises/$id/exercise.yaml"; then
+    echo "grade package: $id is a CUDA exercise: the platforms grade without a GPU, where it is never assessed" >&2
+    exit 2
+  fi
+done
 if [[ $platform == gradescope ]] && ((${#exercises[@]} != 1)); then
   echo "grade package gradescope: one exercise per Gradescope assignment (package each on its own)" >&2
   exit 2
@@ -65,9 +74,11 @@ fill() {  # TEMPLATE OUTPUT NAME=VALUE...
 copy_grader() {  # DEST
   mkdir -p "$1"
   if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    (cd "$root" && git ls-files -z | tar --null -T - -cf -) | tar -C "$1" -xf -
+    (cd "$root" && git ls-files -z -- . ':(exclude)solutions' ':(exclude)tests' | tar --null -T - -cf -) |
+      tar -C "$1" -xf -
   else
-    tar -C "$root" --exclude=./build --exclude='./build-*' --exclude=./.git --exclude=./.learner -cf - . | tar -C "$1" -xf -
+    tar -C "$root" --exclude=./build --exclude='./build-*' --exclude=./.git --exclude=./.learner \
+      --exclude=./solutions --exclude=./tests -cf - . | tar -C "$1" -xf -
   fi
 }
 

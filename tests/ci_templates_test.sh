@@ -73,16 +73,19 @@ for name, job in jobs.items():
     uses = {str(s.get("uses", "")).split("@")[0]: s for s in steps if "uses" in s}
     checkout = uses.get("actions/checkout", {})
     expect(checkout.get("with", {}).get("fetch-depth") == 0, "github: the checkout lacks the history to compare with")
-    cache = uses.get("actions/cache")
-    expect(cache is not None and cache["with"]["path"] == ".ccache" and "hashFiles(" in cache["with"]["key"]
-           and cache["with"].get("restore-keys"), "github: no ccache cache keyed on the grader's sources")
+    restore, save = uses.get("actions/cache/restore"), uses.get("actions/cache/save")
+    expect(restore is not None and restore["with"]["path"] == ".ccache" and "hashFiles(" in restore["with"]["key"]
+           and restore["with"].get("restore-keys"), "github: no ccache restored by the grader's sources")
+    expect(save is not None and save["with"]["path"] == ".ccache" and str(save.get("if", "")).startswith("always()"),
+           "github: ccache is not saved whatever the grades")
+    expect(any("safe.directory" in str(s.get("run", "")) for s in steps), "github: git will refuse the container's checkout")
     runs = [s for s in steps if "templates/ci/grade-changed.sh" in str(s.get("run", ""))]
     expect(len(runs) == 1, f"github: {len(runs)} steps run grade-changed.sh, expected 1")
     for s in runs:
         env = s.get("env", {})
         expect(env.get("GRADE_SANDBOX") == "strict", "github: GRADE_SANDBOX is not strict")
-        expect(env.get("CMAKE_CXX_COMPILER_LAUNCHER") == "ccache" and ".ccache" in str(env.get("CCACHE_DIR")),
-               "github: the build does not go through ccache")
+        expect(env.get("CMAKE_CXX_COMPILER_LAUNCHER") == "ccache" and 'CCACHE_DIR="$GITHUB_WORKSPACE/.ccache"' in s["run"],
+               "github: the build does not go through ccache in the container's workspace")
         expect("inputs.exercises" in str(env.get("GRADE_EXERCISES")), "github: the named exercises are not passed")
         expect("pull_request.base.sha" in str(env.get("GRADE_BASE")) and "event.before" in str(env.get("GRADE_BASE")),
                "github: GRADE_BASE is not the push's or the pull request's base")
@@ -204,10 +207,13 @@ status=$?
 if git -C "$root" rev-parse HEAD >/dev/null 2>&1 && git -C "$root" diff --quiet HEAD -- exercises/; then
   grep -q 'no learner file changed' "$work/changed2/summary.md" || fail "summary: $(cat "$work/changed2/summary.md")"
 fi
-step "grade-changed.sh: an unknown exercise named exits 2"
+step "grade-changed.sh: an unknown exercise named exits 2, and what is typed is not a glob"
 changed_as_ci "$work/changed3" GRADE_EXERCISES=exercise_nope
 status=$?
 ((status == 2)) || fail "exit $status, expected 2: $(cat "$work/changed.out")"
+changed_as_ci "$work/changed4" 'GRADE_EXERCISES=*'
+status=$?
+((status == 2)) && grep -q "no exercise '\*'" "$work/changed.out" || fail "exit $status for '*': $(cat "$work/changed.out")"
 
 step "GRADE_SANDBOX=strict where this machine can isolate"
 if "$build/grader/grade" --root "$root" --build-dir "$build" sandbox >"$work/sandbox" 2>&1; then

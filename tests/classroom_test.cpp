@@ -161,6 +161,19 @@ TEST_F(ClassFolder, ItemsPerStudentAndExercise) {
     EXPECT_TRUE(item.submission.empty());
     EXPECT_NE(item.invalid.find("symbolic link"), std::string::npos) << item.invalid;
   }
+  // A link to a file, a link to itself, and a name that is not text: each
+  // that student's row with the reason, never an error of the class.
+  fs::remove(klass / "mallory");
+  fs::create_symlink(klass / "bob" / "sdpa.cpp", klass / "tofile");
+  fs::create_symlink(klass / "loop", klass / "loop");
+  fs::create_directories(klass / "Jos\xe9");
+  items = class_items(klass, exercises_);
+  std::map<std::string, std::string> why;
+  for (const auto& item : items) why[item.student] = item.invalid;
+  EXPECT_NE(why["tofile"].find("symbolic link"), std::string::npos) << why["tofile"];
+  EXPECT_NE(why["loop"].find("symbolic link"), std::string::npos) << why["loop"];
+  EXPECT_NE(why["Jos\\xe9"].find("not plain text"), std::string::npos);
+  EXPECT_EQ(items.size(), 6u * 2u);
   EXPECT_NE(usage_error([&] { class_items(dir_ / "nowhere", exercises_); }).find("not a folder"), std::string::npos);
 }
 

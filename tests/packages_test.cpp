@@ -62,6 +62,8 @@ TEST_F(Package, RefusesWhatItCannotPackage) {
   EXPECT_EQ(package("gradescope", "exercise_nope", work_ / "x").exit_code, 2);
   EXPECT_EQ(package("gradescope", "exercise_sdpa exercise_mhsa", work_ / "x").exit_code, 2)
       << "one exercise per Gradescope assignment";
+  EXPECT_EQ(package("exercism", "exercise_softmax_cuda", work_ / "x").exit_code, 2)
+      << "the platforms have no GPU: a CUDA exercise is never assessed there";
 }
 
 TEST_F(Package, Gradescope) {
@@ -77,6 +79,9 @@ TEST_F(Package, Gradescope) {
   for (const char* name : {"setup.sh", "run_autograder", "grader/grade", "grader/exercises/exercise_sdpa/exercise.yaml"})
     EXPECT_TRUE(fs::exists(top / "source" / name)) << name << " is not in the zip";
   EXPECT_FALSE(fs::exists(top / "source" / "grader" / "build")) << "the zip holds a build folder";
+  // A container may not isolate a submission from the files beside it: no correct answers in them.
+  EXPECT_FALSE(fs::exists(top / "source" / "grader" / "solutions")) << "the zip holds the model solutions";
+  EXPECT_FALSE(fs::exists(top / "source" / "grader" / "tests")) << "the zip holds the corpus (correct answers too)";
   EXPECT_NE(read(top / "source" / "setup.sh").find("./grade build exercise_sdpa"), std::string::npos);
 
   const auto results = top / "results" / "results.json";
@@ -103,6 +108,14 @@ TEST_F(Package, Gradescope) {
   put(starter_, top / "submission" / "exercises" / "exercise_sdpa" / "sdpa.cpp");  // the repository's layout
   json = grade("the starter");
   EXPECT_LT(json.value("score", -1.0), maximum(json));
+
+  // A hand-in whose exercises/ folder is a link to the model solutions: not followed.
+  fs::remove_all(top / "submission");
+  fs::create_directories(top / "submission");
+  fs::create_directory_symlink(kRoot / "solutions", top / "submission" / "exercises");
+  json = grade("a link out of the hand-in");
+  EXPECT_EQ(json.value("score", -1.0), 0) << json.dump();
+  EXPECT_NE(json.value("output", "").find("not a file inside"), std::string::npos) << json.dump();
 
   fs::remove_all(top / "submission");
   fs::create_directories(top / "submission");

@@ -67,6 +67,7 @@ TEST(VerdictOfChecks, PassFailAndNotAssessed) {
        {{"launch", S::passed}, {"launch", S::skipped, true}, {"bounds", S::skipped, true}},
        Verdict::not_assessed},
       {"every check needs a GPU", {{"p", S::skipped, true}, {"q", S::skipped, true}}, Verdict::not_assessed},
+      {"nothing shown, and no GPU check skipped", {{"p", S::passed, false, true}}, Verdict::failed},
       {"an informational check failed", {{"p", S::passed}, {"p", S::failed, false, true}}, Verdict::passed},
       {"an informational check skipped", {{"p", S::passed}, {"q", S::skipped, false, true}}, Verdict::passed},
       {"a GPU-only check that failed even so (forbidden symbols seen without a GPU)",

@@ -7,7 +7,8 @@
 # Which exercises: GRADE_EXERCISES (ids separated by spaces or commas, or
 # "all"); else those whose learner file differs between GRADE_BASE (the
 # commit before the push, or a merge request's base) and HEAD; without a
-# usable base (a first push, a shallow clone), every exercise. Of those, an
+# usable base (a first push, a shallow clone, a manual run), every exercise
+# (the ones still at their starter are then "not started"). Of those, an
 # exercise whose file is still its starter is "not started" and the CUDA
 # exercise graded without a GPU "not assessed": both neutral, never a failure.
 #
@@ -33,11 +34,14 @@ for yaml in exercises/*/exercise.yaml; do all+=("$(basename "$(dirname "$yaml")"
 learner_file() { sed -n 's/^learner_files: *\[\([^],]*\).*/\1/p' "exercises/$1/exercise.yaml" | tr -d ' '; }
 known() { local id; for id in "${all[@]}"; do [[ $id == "$1" ]] && return 0; done; return 1; }
 
+# The checkout may belong to another user (a CI container): trusted here.
+git() { command git -c safe.directory="$PWD" "$@"; }
 selected=()
 named=${GRADE_EXERCISES:-}
 base=${GRADE_BASE:-}
 if [[ -n ${named//[ ,]/} ]]; then
-  for id in ${named//,/ }; do
+  read -ra ids <<<"${named//,/ }"  # no glob expansion of what was typed
+  for id in "${ids[@]}"; do
     if [[ $id == all ]]; then selected=("${all[@]}"); break; fi
     known "$id" || { echo "grade-changed: no exercise '$id' (see ./grade list)" >&2; exit 2; }
     selected+=("$id")
@@ -50,6 +54,9 @@ elif [[ -n $base && ! $base =~ ^0+$ ]] && git cat-file -e "$base^{commit}" 2>/de
   done
   why="changed since ${base:0:12}"
 else
+  if [[ -n $base && ! $base =~ ^0+$ ]]; then
+    echo "grade-changed: the base $base is not in this clone (a shallow clone, a force push?): grading every exercise" >&2
+  fi
   selected=("${all[@]}")
   why="every exercise (no earlier commit to compare with)"
 fi

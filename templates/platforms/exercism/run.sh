@@ -25,6 +25,6 @@ case $slug in
     ;;
 esac
 mkdir -p "$output"
-"$build/grader/grade" --root "$grader" --build-dir "$build" "$exercise" --submission "$input/$file" \
+"$build/grader/grade" --root "$grader" --build-dir "$build" "$exercise" --submission "$input/$file" --within "$input" \
   --format text --output "exercism=$output/results.json" @OPTIONS@
 exit 0

@@ -19,6 +19,6 @@ case $1 in
   *) echo "run.sh: no exercise $1 in this package" >&2; exit 2 ;;
 esac
 mkdir -p "$top/results"
-"$build/grader/grade" --root "$grader" --build-dir "$build" "$1" --submission "$top/student/$file" \
+"$build/grader/grade" --root "$grader" --build-dir "$build" "$1" --submission "$top/student/$file" --within "$top/student" \
   --format text --output "prairielearn=$top/results/results.json" @OPTIONS@
 exit 0
