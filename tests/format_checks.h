@@ -48,6 +48,7 @@ inline Problems exercism(const std::string& text) {
   if (!out.empty()) return out;
   only_keys(json, {"version", "status", "message", "tests"}, "top level", out);
   if (json.value("version", 0) != 3) out.push_back("version must be 3");
+  if (text.size() > 500 * 1000) out.push_back("over Exercism's 500 KB of results");
   const std::set<std::string> statuses = {"pass", "fail", "error"};
   if (!statuses.count(json.value("status", ""))) out.push_back("status must be pass, fail or error");
   if (json.value("status", "") == "error" && !json.value("message", Json()).is_string()) {
