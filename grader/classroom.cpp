@@ -82,7 +82,6 @@ Shard shard_from_engine(const EnvLookup& env) {
       "GRADE_SHARD_COUNT, or CI_NODE_INDEX with CI_NODE_TOTAL); give --shard i/n instead");
 }
 
-
 Json read_json(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::stringstream text;
@@ -122,6 +121,38 @@ bool has_score(const GradebookEntry& entry) {
 // machine without a GPU) is outside the student's total: no score, no maximum.
 bool outside_total(const GradebookEntry& entry) { return entry.verdict == "not_assessed"; }
 
+// The score a cell adds to its student's total, if it has one.
+bool scored(const GradebookEntry& entry) { return !outside_total(entry) && has_score(entry); }
+
+// What an exercise adds to its student's maximum (`entry` null: not graded).
+double cell_maximum(const Gradebook& book, const std::string& exercise, const GradebookEntry* entry) {
+  return entry && outside_total(*entry) ? 0 : maximum_of(book, exercise);
+}
+
+// A student's total over the gradebook's exercises: complete only when every
+// exercise in it has a score (a total over an incomplete row would understate
+// the student, so it is left empty).
+struct RowTotal {
+  double score = 0, max_score = 0;
+  bool complete = true;
+};
+
+RowTotal total_of(const Gradebook& book, const std::map<std::string, GradebookEntry>& row) {
+  RowTotal total;
+  for (const auto& exercise : book.exercises) {
+    auto cell = row.find(exercise);
+    const GradebookEntry* entry = cell == row.end() ? nullptr : &cell->second;
+    total.max_score += cell_maximum(book, exercise, entry);
+    if (entry && outside_total(*entry)) continue;
+    if (entry && has_score(*entry)) {
+      total.score += entry->score;
+    } else {
+      total.complete = false;
+    }
+  }
+  return total;
+}
+
 }  // namespace
 
 bool spreadsheet_formula(const std::string& text) {
@@ -158,25 +189,21 @@ std::vector<ClassItem> class_items(const fs::path& class_dir, const std::vector<
   for (const auto& entry : fs::directory_iterator(class_dir)) {
     const auto name = entry.path().filename().string();
     if (name.empty() || name.front() == '.') continue;
-    // Never followed: a link (to a folder, a file, nowhere, itself) is that student's row, saying why.
+    // A name that is not text (bytes that are not UTF-8, control characters)
+    // cannot be a gradebook's key: its escaped form is, and the row says why.
+    const auto student = printable(name);
     if (entry.is_symlink(error)) {
-      const auto student = printable(name);
+      // Never followed: a link (to a folder, a file, nowhere, itself) is that student's row, saying why.
       refused[student] = "the student's folder is a symbolic link (to " +
                          printable(fs::read_symlink(entry.path(), error).string()) +
                          "): a student's answers are read from a folder of the class itself (copy it in instead)";
-      students.push_back(student);
-      continue;
+    } else if (!fs::is_directory(entry.symlink_status(error))) {
+      continue;  // a file beside the students: nobody's
+    } else if (student != name) {
+      refused[student] = "the folder's name is not plain text (" + student +
+                         "): rename it with letters, digits and punctuation";
     }
-    if (!fs::is_directory(entry.symlink_status(error))) continue;  // a file beside the students: nobody's
-    // A name that is not text (bytes that are not UTF-8, control characters)
-    // cannot be a gradebook's key: its escaped form is, and the row says why.
-    if (printable(name) != name) {
-      refused[printable(name)] = "the folder's name is not plain text (" + printable(name) +
-                                 "): rename it with letters, digits and punctuation";
-      students.push_back(printable(name));
-      continue;
-    }
-    students.push_back(name);
+    students.push_back(student);
   }
   if (students.empty()) throw UsageError("no student folders in " + class_dir.string());
   std::sort(students.begin(), students.end());
@@ -439,41 +466,23 @@ std::string gradebook_csv(const Gradebook& book) {
   }
   out += ",warnings\r\n";
   for (const auto& [student, row] : book.students) {
-    double score = 0, max_score = 0;
-    bool complete = true;
     std::string cells, warnings;
     for (const auto& exercise : book.exercises) {
       auto cell = row.find(exercise);
-      if (cell != row.end()) {
-        for (const auto& warning : cell->second.warnings) {
-          warnings += (warnings.empty() ? "" : "; ") + exercise + ": " + warning;
-        }
-      }
       if (cell == row.end()) {
-        max_score += maximum_of(book, exercise);
-        complete = false;
         cells += ",," + csv_cell("not_graded") + ",";
         continue;
       }
-      const auto missed = fmt::format("{}", fmt::join(cell->second.missed, ";"));
-      if (outside_total(cell->second)) {
-        cells += ",," + csv_cell(cell->second.verdict) + "," + csv_cell(missed);
-        continue;
-      }
-      max_score += maximum_of(book, exercise);
-      if (has_score(cell->second)) {
-        score += cell->second.score;
-      } else {
-        complete = false;
-      }
-      cells += "," + (has_score(cell->second) ? number(cell->second.score) : "") + "," +
-               csv_cell(cell->second.verdict) + "," + csv_cell(missed);
+      const auto& entry = cell->second;
+      for (const auto& warning : entry.warnings) warnings += (warnings.empty() ? "" : "; ") + exercise + ": " + warning;
+      cells += "," + (scored(entry) ? number(entry.score) : "") + "," + csv_cell(entry.verdict) + "," +
+               csv_cell(fmt::format("{}", fmt::join(entry.missed, ";")));
     }
-    // A total over an incomplete row would understate the student: left empty.
+    const auto total = total_of(book, row);
     // The student's id byte for byte, the key a roster joins on (merge warns
     // of ids a spreadsheet would read as a formula).
-    out += csv_exact(student) + "," + (complete ? number(score) : "") + "," + number(max_score) + cells + "," +
-           csv_cell(warnings) + "\r\n";
+    out += csv_exact(student) + "," + (total.complete ? number(total.score) : "") + "," + number(total.max_score) +
+           cells + "," + csv_cell(warnings) + "\r\n";
   }
   return out;
 }
@@ -482,30 +491,17 @@ std::string student_json(const Gradebook& book, const std::string& student) {
   const auto& row = book.students.at(student);
   Json json;
   json["student"] = student;
-  double score = 0, max_score = 0;
-  bool complete = true;
   json["exercises"] = Json::object();
   for (const auto& exercise : book.exercises) {
     auto cell = row.find(exercise);
     if (cell == row.end()) {
-      complete = false;
       json["exercises"][exercise] = {{"verdict", "not_graded"}};
-      max_score += maximum_of(book, exercise);
       continue;
     }
     const auto& entry = cell->second;
     Json item = {{"verdict", entry.verdict}};
-    const double maximum = outside_total(entry) ? 0 : maximum_of(book, exercise);
-    if (outside_total(entry)) {
-      // neither scored nor missing
-    } else if (has_score(entry)) {
-      item["score"] = entry.score;
-      score += entry.score;
-    } else {
-      complete = false;
-    }
-    item["max_score"] = maximum;
-    max_score += maximum;
+    if (scored(entry)) item["score"] = entry.score;
+    item["max_score"] = cell_maximum(book, exercise, &entry);
     item["missed_focus_points"] = entry.missed;
     item["summary"] = entry.summary;
     if (!entry.warnings.empty()) item["warnings"] = entry.warnings;
@@ -513,9 +509,10 @@ std::string student_json(const Gradebook& book, const std::string& student) {
     if (!entry.result.empty()) item["result"] = entry.result.string();
     json["exercises"][exercise] = item;
   }
-  json["score"] = complete ? Json(score) : Json(nullptr);
-  json["max_score"] = max_score;
-  json["complete"] = complete;
+  const auto total = total_of(book, row);
+  json["score"] = total.complete ? Json(total.score) : Json(nullptr);
+  json["max_score"] = total.max_score;
+  json["complete"] = total.complete;
   return json_text(json);
 }
 

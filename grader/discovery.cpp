@@ -88,8 +88,10 @@ Discovery find_answer(const fs::path& student_dir, const Exercise& exercise) {
     found.invalid = "the student's folder cannot be read (" + error.message() + ")";
     return found;
   }
+  // The two places: beside the student's folder's other files, or where the learner repository keeps it.
+  const std::string in_repository = "exercises/" + exercise.id + "/" + name;
   std::vector<fs::path> answers;
-  for (const auto& candidate : {student_dir / name, student_dir / "exercises" / exercise.id / name}) {
+  for (const auto& candidate : {student_dir / name, student_dir / in_repository}) {
     auto status = fs::symlink_status(candidate, error);
     if (error || !fs::exists(status)) {
       // A folder on the way that cannot be entered hides an answer: say so.
@@ -115,8 +117,7 @@ Discovery find_answer(const fs::path& student_dir, const Exercise& exercise) {
   if (answers.size() == 2 && answers[0] != answers[1]) {
     try {
       if (read_submission(answers[0]) != read_submission(answers[1])) {
-        found.invalid = "two different answers: " + shown(student_dir / name, student_dir) + " and " +
-                        shown(student_dir / "exercises" / exercise.id / name, student_dir) +
+        found.invalid = "two different answers: " + name + " and " + in_repository +
                         "; keep the one to be graded and remove the other";
         return found;
       }
@@ -124,8 +125,7 @@ Discovery find_answer(const fs::path& student_dir, const Exercise& exercise) {
       found.invalid = unreadable.what();
       return found;
     }
-    found.warnings.push_back("the same answer is in " + name + " and exercises/" + exercise.id + "/" + name +
-                             "; " + name + " was graded");
+    found.warnings.push_back("the same answer is in " + name + " and " + in_repository + "; " + name + " was graded");
   }
   if (!answers.empty()) {
     found.answer = answers.front();

@@ -78,6 +78,10 @@ std::string outside_score_note(const GradeReport& report) {
   return note.empty() ? note : "\n" + note;
 }
 
+// The command that replays a grade: the same file on the same inputs.
+std::string replay_command(const GradeReport& report) {
+  return "./grade " + report.exercise + " --seed " + std::to_string(report.seed);
+}
 
 std::string exercism(const GradeReport& report) {
   Json json;
@@ -118,8 +122,7 @@ std::string exercism(const GradeReport& report) {
     }
     first = false;
     // What reproduces it: the same inputs, and the check to read.
-    test["test_code"] = "./grade " + report.exercise + " --seed " + std::to_string(report.seed) + "   # then read check " +
-                        check.id + " [" + check.focus_point + "]";
+    test["test_code"] = replay_command(report) + "   # then read check " + check.id + " [" + check.focus_point + "]";
     json["tests"].push_back(test);
   }
   return json_text(json);
@@ -212,7 +215,7 @@ std::string classroom(const GradeReport& report) {
     test["status"] = passed ? "pass" : check.status == CheckStatus::skipped ? "error" : "fail";
     test["score"] = passed ? check.weight : 0.0;
     if (!passed) test["message"] = details(check);
-    test["test_code"] = "./grade " + report.exercise + " --seed " + std::to_string(report.seed);
+    test["test_code"] = replay_command(report);
     json["tests"].push_back(test);
   }
   return json_text(json);

@@ -262,7 +262,6 @@ struct GradeInProgress {
     const auto& exercise = prepared.exercise;
     report.exercise = exercise.id;
     report.title = exercise.title;
-    report.max_score = exercise.max_score(prepared.target.on_gpu());
     report.submission = submission.path.string();
     report.seed = options.seed ? *options.seed : default_seed(exercise.definition, submission.text);
     report.device = prepared.target.device;
@@ -275,6 +274,7 @@ struct GradeInProgress {
     report.verdict = verdict;
     report.summary = std::move(summary);
     report.assess_focus_points(prepared.exercise.focus_points);
+    // What a full answer earns here (verdict.h), whatever stopped the grade.
     report.max_score = max_score_of(report.checks, prepared.exercise, prepared.target.on_gpu());
     // Nothing could be assessed here: no score, and no maximum to fall short of.
     if (verdict == Verdict::not_assessed) report.max_score = 0;

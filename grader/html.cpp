@@ -110,9 +110,8 @@ struct Svg {
 };
 
 // One matrix as an SVG heatmap: a row per query, a column per key, each
-// cell's value written in it and in its tooltip; masked keys marked. At
-// (x, y) when nested in a larger image.
-Svg heatmap_svg(const Map& map, const std::vector<bool>& masked, int x0 = 0, int y0 = 0) {
+// cell's value written in it and in its tooltip; masked keys marked.
+Svg heatmap_svg(const Map& map, const std::vector<bool>& masked) {
   const auto& values = map.values;
   const auto& caption = map.caption;
   const bool difference = map.difference;
@@ -121,9 +120,9 @@ Svg heatmap_svg(const Map& map, const std::vector<bool>& masked, int x0 = 0, int
   const int rows = static_cast<int>(values.size()), cols = rows ? static_cast<int>(values.front().size()) : 0;
   const int width = kLeft + cols * kCell + 2, height = kTop + rows * kCell + 2;
   std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">",
-      x0, y0, width, height, width, height, escape(caption));
+      width, height, width, height, escape(caption));
   for (int j = 0; j < cols; ++j) {
     const bool hidden = j < static_cast<int>(masked.size()) && masked[j];
     svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"{}\">k{}{}</text>", kLeft + j * kCell + kCell / 2, kTop - 10,
@@ -227,12 +226,12 @@ std::vector<FigureImage> figure_images(const GradeReport& report) {
     std::string body;
     int width = 0, height = 0;
     for (const auto& map : maps_of(figure)) {
-      // Wide enough for its caption (11 px monospace: about 7 px a character).
-      const int segment = std::max(heatmap_svg(map, figure.masked_keys).width,
-                                   static_cast<int>(map.caption.size()) * 7 + 8);
-      auto svg = heatmap_svg(map, figure.masked_keys, width + (segment - heatmap_svg(map, {}).width) / 2, 0);
-      body += svg.text + fmt::format("<text x=\"{}\" y=\"{}\">{}</text>", width + segment / 2,
-                                     svg.height + kCaption - 6, escape(map.caption));
+      const auto svg = heatmap_svg(map, figure.masked_keys);
+      // Wide enough for its caption (11 px monospace: about 7 px a character), the heatmap centred.
+      const int segment = std::max(svg.width, static_cast<int>(map.caption.size()) * 7 + 8);
+      body += fmt::format("<g transform=\"translate({},0)\">{}</g><text x=\"{}\" y=\"{}\">{}</text>",
+                          width + (segment - svg.width) / 2, svg.text, width + segment / 2, svg.height + kCaption - 6,
+                          escape(map.caption));
       width += segment + kGap;
       height = std::max(height, svg.height + kCaption);
     }

@@ -3,12 +3,21 @@
 #include <algorithm>
 
 namespace grader {
+namespace {
+
+// The exercise.yaml check a result is of, if any.
+const CheckSpec* spec_of(const Exercise& exercise, const CheckResult& check) {
+  const auto spec = std::find_if(exercise.checks.begin(), exercise.checks.end(),
+                                 [&](const CheckSpec& candidate) { return candidate.id == check.id; });
+  return spec == exercise.checks.end() ? nullptr : &*spec;
+}
+
+}  // namespace
 
 void mark_score_scope(std::vector<CheckResult>& checks, const Exercise& exercise, bool on_gpu) {
   for (auto& check : checks) {
-    const auto spec = std::find_if(exercise.checks.begin(), exercise.checks.end(),
-                                   [&](const CheckSpec& candidate) { return candidate.id == check.id; });
-    if (spec == exercise.checks.end()) continue;
+    const auto* spec = spec_of(exercise, check);
+    if (!spec) continue;
     check.informational = spec->informational;
     check.visibility = spec->visibility;
     // What ran to a result here (a forbidden symbol seen in the compiled
@@ -23,9 +32,8 @@ double max_score_of(const std::vector<CheckResult>& checks, const Exercise& exer
   double total = exercise.max_score(on_gpu);
   if (on_gpu) return total;
   for (const auto& check : checks) {
-    const auto spec = std::find_if(exercise.checks.begin(), exercise.checks.end(),
-                                   [&](const CheckSpec& candidate) { return candidate.id == check.id; });
-    if (spec != exercise.checks.end() && exercise.needs_gpu(*spec) && in_score(check)) total += spec->weight;
+    const auto* spec = spec_of(exercise, check);
+    if (spec && exercise.needs_gpu(*spec) && in_score(check)) total += spec->weight;
   }
   return total;
 }
