@@ -167,7 +167,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
   if (spec.argv.empty()) throw GraderFault("run_child: empty command");
 
   std::vector<std::string> env_storage = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "OMP_NUM_THREADS=1",
-                                          "MKL_NUM_THREADS=1"};
+                                          "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
   env_storage.insert(env_storage.end(), spec.extra_env.begin(), spec.extra_env.end());
   std::vector<char*> argv, envp;
   for (const auto& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));

@@ -8,6 +8,7 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -127,6 +128,12 @@ int main(int argc, char** argv) {
     return 71;
   }
   close(3);
+
+  // LibTorch's errors carry no stack trace: LibTorch 1.13 symbolises one for
+  // every error it raises (a search through its ~290 libraries, tens of
+  // milliseconds), and the grade shows only the message. Code that checks its
+  // inputs raises one per refused case; a file that fails a check, one per call.
+  c10::SetStackTraceFetcher(std::function<std::string()>([] { return std::string(); }));
 
   // One thread: reproducible results and a predictable process count.
   at::set_num_threads(1);

@@ -676,6 +676,7 @@ std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   status_.clear();
   findings_.reset();
   measured_.clear();
+  references_.clear();
   std::vector<CheckResult> out;
   for (const auto& spec : exercise_.checks) {
     try {
@@ -935,14 +936,28 @@ CaseData Kit::data_of(const CaseRun& run) const {
   return data;
 }
 
-Tensors Kit::expected(const CaseRun& run, const std::string& mistake) const { return expected(data_of(run), mistake); }
+Tensors Kit::expected(const CaseRun& run, const std::string& mistake) const {
+  return expected(run, mistake.empty() ? std::vector<std::string>{} : std::vector<std::string>{mistake});
+}
 
 Tensors Kit::expected(const CaseData& data, const std::string& mistake) const {
   return reference_(data, mistake.empty() ? std::vector<std::string>{} : std::vector<std::string>{mistake});
 }
 
+// The reference (with `mistakes` replayed) on one of this grade's cases, computed
+// once per grade: the checks, their explanations and the replays of every
+// candidate mistake ask for the same few again and again. Each caller gets
+// its own copy of the tensors.
 Tensors Kit::expected(const CaseRun& run, const std::vector<std::string>& mistakes) const {
-  return reference_(data_of(run), mistakes);
+  const auto id = run.request.string_or("case", "");
+  const bool ours = input_ && input_->cases.count(id) && &input_->cases.at(id) == &run;
+  if (!ours) return reference_(data_of(run), mistakes);
+  auto key = std::make_pair(id, mistakes);
+  auto found = references_.find(key);
+  if (found == references_.end()) found = references_.emplace(std::move(key), reference_(data_of(run), mistakes)).first;
+  Tensors copy;
+  for (const auto& [name, tensor] : found->second) copy[name] = tensor.clone();
+  return copy;
 }
 
 std::optional<std::string> Kit::not_runnable(const CaseRun& run) const {
@@ -2268,6 +2283,7 @@ CheckResult Kit::attention_mask(const CheckSpec& spec) const {
 
 std::vector<AttentionFigure> Kit::figures(const JudgeInput& input) {
   input_ = &input;
+  references_.clear();
   std::vector<AttentionFigure> out;
   if (!probe_) return out;
   for (const std::string which : {"mask", "scale"}) {

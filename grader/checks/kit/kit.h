@@ -260,6 +260,8 @@ class Kit : public Suite {
   mutable std::map<std::string, CaseStatus> status_;
   mutable std::optional<std::vector<CheckResult>> findings_;
   mutable std::map<std::string, CheckResult> measured_;  // measuring checks by id, run once per grade
+  // Kit::expected's reference outputs by case id and replayed mistakes, for one grade
+  mutable std::map<std::pair<std::string, std::vector<std::string>>, Tensors> references_;
 };
 
 // Case ids the kit derives from a yaml case: its repeat, and the twin with the
