@@ -383,6 +383,20 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
       read.fail("'order' must be a whole number (the exercise's place in the learning order)");
     }
   }
+  if (root["difficulty"]) {
+    exercise.difficulty = read.text(root, "difficulty");
+    if (exercise.difficulty != "easy" && exercise.difficulty != "medium" && exercise.difficulty != "hard")
+      read.fail("'difficulty' must be easy, medium or hard, not '" + exercise.difficulty + "'");
+  }
+  if (root["minutes"]) {
+    try {
+      exercise.minutes = root["minutes"].as<int>();
+    } catch (const YAML::Exception&) {
+      exercise.minutes = 0;
+    }
+    if (exercise.minutes < 1 || exercise.minutes > 240)
+      read.fail("'minutes' must be a whole number of minutes from 1 to 240 (the time an interview gives it)");
+  }
   exercise.learner_files = read.texts(root, "learner_files", true);
   if (exercise.learner_files.empty()) read.fail("'learner_files' is empty");
   exercise.interface_header = read.text(root, "interface");
@@ -548,6 +562,16 @@ Exercise parse_exercise(const std::string& text, const fs::path& dir) {
   } catch (const YAML::Exception& error) {
     throw ConfigError((dir / "exercise.yaml").string() + ": malformed: " + error.what());
   }
+}
+
+bool is_starter(const Exercise& exercise, const std::string& name, const std::string& text) {
+  if (std::find(exercise.learner_files.begin(), exercise.learner_files.end(), name) == exercise.learner_files.end())
+    return false;
+  std::ifstream in(exercise.dir / ".starter" / name, std::ios::binary);
+  if (!in) return false;
+  std::stringstream starter;
+  starter << in.rdbuf();
+  return starter.str() == text;
 }
 
 std::vector<std::string> list_exercises(const fs::path& exercises_root) {

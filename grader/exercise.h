@@ -152,6 +152,8 @@ struct Exercise {
   std::string id;
   std::string title;
   int order = 1000;  // place in the learning order (`order:`; `grade list` sorts by it)
+  std::string difficulty;  // `difficulty:` easy, medium or hard (grade list); empty: not said
+  int minutes = 0;         // `minutes:` the time an interview would give it (grade list); 0: not said
   std::filesystem::path dir;
   std::string definition;  // the text of exercise.yaml (the default seed depends on it)
   std::vector<std::string> learner_files;
@@ -191,6 +193,10 @@ Exercise load_exercise(const std::filesystem::path& dir);
 Exercise parse_exercise(const std::string& yaml_text, const std::filesystem::path& dir);
 
 // Exercise ids under exercises_root (folders holding an exercise.yaml), sorted.
+// Whether `text` is the starter of the exercise's learner file `name`, byte for
+// byte (exercises/<id>/.starter/<name>, which `grade reset` restores).
+bool is_starter(const Exercise& exercise, const std::string& name, const std::string& text);
+
 std::vector<std::string> list_exercises(const std::filesystem::path& exercises_root);
 // Every exercise under exercises_root, loaded, in learning order (`order:`).
 std::vector<Exercise> load_exercises_in_order(const std::filesystem::path& exercises_root);

@@ -2,18 +2,22 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <openssl/evp.h>
 #include <tinyxml2.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
 #include "errors.h"
+#include "stop.h"
 
 namespace grader {
 namespace {
@@ -332,6 +336,41 @@ const std::vector<std::string>& report_formats() {
   return formats;
 }
 
+OutputTarget output_target(const std::string& value, const std::string& format_option) {
+  const auto& formats = report_formats();
+  const auto known = [&](const std::string& name) {
+    return std::find(formats.begin(), formats.end(), name) != formats.end();
+  };
+  const auto equals = value.find('=');
+  if (equals != std::string::npos) {
+    const auto name = value.substr(0, equals);
+    if (known(name)) {
+      if (equals + 1 == value.size()) throw UsageError("--output '" + value + "': no FILE after '='");
+      return {name, value.substr(equals + 1), false};
+    }
+    // A word before '=' was meant as a format (a file named so: html=a=b.html).
+    if (name.find('/') == std::string::npos) {
+      throw UsageError(fmt::format("--output '{}': '{}' is not a format; expected FORMAT=FILE with FORMAT one of {}",
+                                   value, name, fmt::join(formats, ", ")));
+    }
+  }
+  if (value.empty()) throw UsageError("--output: an empty FILE");
+  if (!format_option.empty()) return {format_option, value, true};
+  static const std::map<std::string, std::string> by_extension = {
+      {".html", "html"}, {".htm", "html"}, {".json", "json"}, {".xml", "junit"}, {".txt", "text"}};
+  std::string extension = std::filesystem::path(value).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto found = by_extension.find(extension);
+  if (found == by_extension.end()) {
+    throw UsageError("--output '" + value + "': cannot tell the format from the name; write FORMAT=FILE (FORMAT one of " +
+                     fmt::format("{}", fmt::join(formats, ", ")) + ") or give --format");
+  }
+  return {found->second, value, false};
+}
+
+bool errors_on_stdout(const std::string& format) { return format != "text" && format != "html"; }
+
 std::string render(const GradeReport& report, const std::string& format, bool color) {
   if (format == "text") return render_text(report, color);
   if (format == "json") return render_json(report);
@@ -345,6 +384,7 @@ std::string render(const GradeReport& report, const std::string& format, bool co
 }
 
 void write_report_file(const std::filesystem::path& path, const std::string& text) {
+  if (stop_requested()) return;  // a grade stopped from outside writes nothing more (stop.h)
   auto partial = path;
   partial += ".partial-" + std::to_string(::getpid()) + "-" +
              std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));

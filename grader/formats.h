@@ -30,6 +30,22 @@ std::string json_text(const nlohmann::ordered_json& json);
 // Every name --format and --output accept, text and json included.
 const std::vector<std::string>& report_formats();
 
+// Where one --output value sends which format. "FORMAT=FILE" names both;
+// a bare FILE takes the --format given on the command line (`format_option`,
+// empty when none was), else its extension's (.html, .htm: html; .json: json;
+// .xml: junit; .txt: text). Throws UsageError when neither says.
+struct OutputTarget {
+  std::string format;
+  std::filesystem::path file;
+  bool took_format_option = false;  // the bare FILE took --format's (standard output then gets text)
+};
+OutputTarget output_target(const std::string& value, const std::string& format_option);
+
+// Whether an error before a report is written in `format` on standard output
+// too (the machine-read formats: a CI job that asked for JSON gets JSON);
+// text and HTML readers get the error on standard error only.
+bool errors_on_stdout(const std::string& format);
+
 // `report` in `format` (one of report_formats()).
 std::string render(const GradeReport& report, const std::string& format, bool color = false);
 

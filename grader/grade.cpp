@@ -263,6 +263,7 @@ struct GradeInProgress {
     report.exercise = exercise.id;
     report.title = exercise.title;
     report.submission = submission.path.string();
+    report.starter = is_starter(exercise, submission.path.filename().string(), submission.text);
     report.seed = options.seed ? *options.seed : default_seed(exercise.definition, submission.text);
     report.device = prepared.target.device;
     report.no_gpu = prepared.target.no_gpu;

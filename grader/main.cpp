@@ -28,6 +28,7 @@
 #include "process.h"
 #include "progress.h"
 #include "report.h"
+#include "stop.h"
 #include "toolchain.h"
 #include "watch.h"
 
@@ -164,19 +165,17 @@ void record_progress(const fs::path& file, const grader::GradeReport& report) {
   }
 }
 
-// --output FORMAT=FILE, checked before any grade runs.
-std::vector<std::pair<std::string, std::filesystem::path>> parse_outputs(const std::vector<std::string>& outputs) {
+// --output FORMAT=FILE or FILE (formats.h: output_target), checked before any
+// grade runs. A bare FILE that took --format's format leaves standard output
+// the text report (`--format html --output r.html` writes the page to r.html).
+std::vector<std::pair<std::string, std::filesystem::path>> parse_outputs(const std::vector<std::string>& outputs,
+                                                                         const std::string& format_option,
+                                                                         std::string& stdout_format) {
   std::vector<std::pair<std::string, std::filesystem::path>> parsed;
-  const auto& formats = grader::report_formats();
   for (const auto& output : outputs) {
-    auto equals = output.find('=');
-    auto name = output.substr(0, equals);
-    if (equals == std::string::npos || equals + 1 == output.size() ||
-        std::find(formats.begin(), formats.end(), name) == formats.end()) {
-      throw grader::UsageError(
-          fmt::format("--output '{}': expected FORMAT=FILE with FORMAT one of {}", output, fmt::join(formats, ", ")));
-    }
-    parsed.emplace_back(name, output.substr(equals + 1));
+    auto target = grader::output_target(output, format_option);
+    if (target.took_format_option) stdout_format = "text";
+    parsed.emplace_back(target.format, target.file);
   }
   return parsed;
 }
@@ -531,15 +530,16 @@ static int run(int argc, char** argv) {
   app.add_option("--submission", submissions,
                  "a learner file to grade (default: the one in exercises/); repeat it, or give a folder, for a batch");
   app.add_option("--jobs", jobs, "grade a batch with this many grades in parallel")->check(CLI::Range(1, 64));
-  app.add_option("--format", format,
+  auto* format_option = app.add_option("--format", format,
                  "report format on standard output: text, json, html (one self-contained page with heatmaps of your "
                  "attention weights beside the reference's), or a grading platform's: exercism, gradescope, "
                  "prairielearn, junit, classroom (GitHub Classroom's autograding result)")
       ->check(CLI::IsMember(grader::report_formats()));
   std::vector<std::string> outputs;
   app.add_option("--output", outputs,
-                 "FORMAT=FILE: also write the report in FORMAT to FILE (repeat it for several formats); in a "
-                 "batch, FORMAT=FOLDER: one file per submission, named after it");
+                 "FORMAT=FILE: also write the report in FORMAT to FILE (repeat it for several formats); a bare FILE "
+                 "takes --format's format (standard output then gets the text report) or its extension's (.html, "
+                 ".json, .xml: junit, .txt); in a batch, FORMAT=FOLDER: one file per submission, named after it");
   auto* seed_option = app.add_option("--seed", seed, "replay the random inputs of an earlier grade");
   app.add_option("--seeds", seeds,
                  "S1,S2,...: grade each submission on each of these seeds, one report each (to see whether a "
@@ -610,7 +610,7 @@ static int run(int argc, char** argv) {
     if (options.exercise == "interview" && readiness) {
       return grader::interview_report(options.project_root, std::cout, format);
     }
-    const auto files_out = parse_outputs(outputs);
+    const auto files_out = parse_outputs(outputs, *format_option ? format : "", format);
     // Whatever happens from here, the files asked for are written (a CI job
     // reads its JUnit file even when the grader fails).
     // By value: the handlers that call it run after this block's locals are gone.
@@ -665,6 +665,7 @@ static int run(int argc, char** argv) {
       interviewing.record_grade = submissions.empty();
       return grader::interview(options, interviewing, std::cout);
     }
+    grader::stop_cleanly_on_signals();  // Ctrl-C from here: said, and nothing left behind (stop.h)
     const bool class_mode = options.exercise == "class";
     if (!class_mode && !paths.empty()) {
       throw grader::UsageError("unexpected argument '" + paths.front() +
@@ -697,13 +698,15 @@ static int run(int argc, char** argv) {
   } catch (const grader::Error& error) {
     std::cerr << "grade: " << error.what() << "\n";
     const auto verdict = error_verdict(error.exit_code());
-    if (format != "text") std::cout << grader::render_error(options.exercise, verdict, error.what(), format);
+    if (grader::errors_on_stdout(format))
+      std::cout << grader::render_error(options.exercise, verdict, error.what(), format);
     try_report_error(report_error, verdict, error.what());
     return error.exit_code();
   } catch (const std::exception& error) {
     std::cerr << "grade: internal error: " << error.what() << "\n";
     const std::string message = std::string("internal error: ") + error.what();
-    if (format != "text") std::cout << grader::render_error(options.exercise, "grader_error", message, format);
+    if (grader::errors_on_stdout(format))
+      std::cout << grader::render_error(options.exercise, "grader_error", message, format);
     try_report_error(report_error, "grader_error", message);
     return grader::kExitGraderFault;
   }
@@ -711,6 +714,7 @@ static int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const int code = run(argc, argv);
+  grader::wait_if_stopping();  // Ctrl-C came: the stop ends the process with its own status (stop.h)
   // Everything of ours is written and closed by now. A normal exit would run
   // LibTorch's static destructors, which unregister every operator: about
   // 0.3 s of a grade's wait, for nothing.

@@ -67,6 +67,9 @@ bool join_cgroup(const char* procs_file) {
                              int err_fd, int request_fd, int result_fd, int args_fd,
                              const std::vector<const char*>& cgroup_procs, pid_t parent) {
   signal(SIGPIPE, SIG_DFL);  // the grader ignores it; the child should not
+  sigset_t none;             // nor does it block what the grader blocks (stop.h)
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   setsid();                  // its own process group, so a timeout kills grandchildren too
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the grader died before this point
@@ -139,6 +142,11 @@ std::set<pid_t> active_children;
 }  // namespace
 
 void become_subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+void kill_active_children() {
+  std::lock_guard<std::mutex> lock(children_mutex);
+  for (pid_t pid : active_children) kill(-pid, SIGKILL);  // each leads its own process group (setsid)
+}
 
 void reap_orphans() {
   std::lock_guard<std::mutex> lock(children_mutex);

@@ -78,6 +78,9 @@ struct ChildSpec {
 // a child some run_child is waiting for. run_child calls it after each child.
 void become_subreaper();
 void reap_orphans();
+// Kills every child run_child is waiting for, with its process group (a grade
+// stopped from outside: stop.h).
+void kill_active_children();
 
 // Never throws for anything the child does; throws GraderFault if the grader
 // cannot create pipes, a cgroup it was asked for, or fork.

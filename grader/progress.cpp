@@ -190,16 +190,19 @@ std::string record_grade(const fs::path& file, const GradeReport& report) {
   return update(file, [&](Progress& progress) {
     auto& item = progress.exercises[report.exercise];
     const auto now = utc_now();
-    // Not assessed here (a CUDA kernel without a GPU) says nothing against an
-    // earlier pass, and is not failing.
-    if (report.verdict != Verdict::not_assessed) {
+    // The starter as given is not an attempt: the exercise stays not started
+    // (or passed). Not assessed here (a CUDA kernel without a GPU) says
+    // nothing against an earlier pass, and is not failing.
+    if (report.starter) {
+      if (item.status != "passed") item.status.clear();
+    } else if (report.verdict != Verdict::not_assessed) {
       item.status = report.verdict == Verdict::passed ? "passed" : "failing";
     } else if (item.status != "passed") {
       item.status = "not_assessed";
     }
     item.missed.clear();
     for (const auto& focus : report.focus_points) {
-      if (focus.status == FocusStatus::missed) item.missed.push_back(focus.point.id);
+      if (focus.status == FocusStatus::missed && !report.starter) item.missed.push_back(focus.point.id);
     }
     item.last_graded = now;
     if (report.verdict == Verdict::passed && item.first_passed.empty()) item.first_passed = now;

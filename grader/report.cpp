@@ -366,6 +366,7 @@ std::string render_json(const GradeReport& report) {
     json["focus_points"].push_back(
         {{"id", focus.point.id}, {"title", focus.point.title}, {"status", focus_status_name(focus.status)}});
   }
+  json["starter"] = report.starter;
   json["compiler_output"] = report.compiler_output;
   json["stdout"] = report.program_stdout;
   json["stderr"] = report.program_stderr;

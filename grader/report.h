@@ -48,6 +48,7 @@ struct GradeReport {
   std::string exercise;
   std::string title;
   std::string submission;
+  bool starter = false;  // the submission is the exercise's starter, byte for byte (exercises/<id>/.starter/)
   uint64_t seed = 0;
   Verdict verdict = Verdict::grader_error;
   std::string summary;  // one line: why this verdict

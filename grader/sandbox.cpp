@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "errors.h"
+#include "stop.h"
 #include "process.h"
 
 namespace grader {
@@ -540,6 +541,7 @@ ScratchFolder::ScratchFolder(const fs::path& parent, bool keep, bool for_nobody)
   std::string pattern = (parent / "grade-XXXXXX").string();
   if (!mkdtemp(pattern.data())) throw GraderFault("cannot create a scratch folder under " + parent.string());
   path_ = pattern;
+  if (!keep_) track_scratch(path_);
   // The sandboxed compiler and runner run as nobody: the only folder they may write.
   if (for_nobody && chown(path_.c_str(), kNobody, kNobody) != 0) {
     throw GraderFault("cannot hand the scratch folder " + path_.string() + " to user nobody");
@@ -547,6 +549,7 @@ ScratchFolder::ScratchFolder(const fs::path& parent, bool keep, bool for_nobody)
 }
 
 ScratchFolder::~ScratchFolder() {
+  if (!keep_) untrack_scratch(path_);
   if (!keep_ && !remove_tree(path_)) {
     std::fprintf(stderr, "grade: warning: could not remove the scratch folder %s\n", path_.c_str());
   }

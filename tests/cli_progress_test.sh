@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The learner's loop from the command line, with a progress file of the
 # test's own (GRADE_PROGRESS): `grade list` in learning order, a grade of the
-# learner's file recorded as failing with what it missed, a grade of another
+# learner's file recorded as failing with what it missed (the untouched
+# starter as not started), a grade of another
 # file (--submission) not recorded, the solution gated until passed
 # (--reveal opens it), a grade killed midway leaving the progress intact, and
 # hints: least detail first, on the focus points the last grade missed.
@@ -22,11 +23,22 @@ order=$(awk 'NR <= 3 {print $1 ":" $2 " " $3}' <<<"$out" | tr '\n' ' ')
 "${grade[@]}" exercise_sdpa --submission "$root/solutions/exercise_sdpa/sdpa.cpp" >/dev/null 2>&1
 [[ ! -e $GRADE_PROGRESS ]] || fail "a grade of another file (--submission) changed the learner's progress"
 
-# The learner's own file (the starter here): failing.
+# The learner's own file. The starter as given fails, but it is no attempt:
+# the exercise stays "not started", with nothing missed.
 "${grade[@]}" exercise_mhsa >/dev/null 2>&1
 (($? == 1)) || fail "the starter did not fail"
 out=$("${grade[@]}" list)
-grep -q '^exercise_mhsa  *failing' <<<"$out" || fail "list after a failing grade: $out"
+grep -q '^exercise_mhsa  *not started  *medium  *35 min  *Multi-head self-attention module$' <<<"$out" ||
+  fail "list after a grade of the untouched starter: $out"
+# Edited (the test runs alone, RUN_SERIAL, and puts the starter back): failing.
+file=$root/exercises/exercise_mhsa/mhsa.cpp
+cp -p "$file" "$work/starter"
+trap 'cat "$work/starter" >"$file"; rm -rf "$work"' EXIT
+printf '\n// my first attempt\n' >>"$file"
+"${grade[@]}" exercise_mhsa >/dev/null 2>&1
+(($? == 1)) || fail "the edited starter did not fail"
+out=$("${grade[@]}" list)
+grep -q '^exercise_mhsa  *failing  *medium  *35 min' <<<"$out" || fail "list after a failing grade: $out"
 
 out=$("${grade[@]}" solution exercise_mhsa)
 status=$?

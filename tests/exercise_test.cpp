@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "checks/check.h"
 #include "errors.h"
@@ -27,6 +28,8 @@ TEST(Exercises, EveryFocusPointHasHintsAndAPlaceInTheOrder) {
     auto exercise = load_exercise(project_root() / "exercises" / id);
     EXPECT_TRUE(orders.insert(exercise.order).second) << id << ": another exercise has order " << exercise.order;
     EXPECT_LT(exercise.order, 1000) << id << " has no `order:`";
+    EXPECT_FALSE(exercise.difficulty.empty()) << id << " has no `difficulty:` (grade list)";
+    EXPECT_GT(exercise.minutes, 0) << id << " has no `minutes:` (grade list)";
     for (const auto& point : exercise.focus_points) {
       EXPECT_FALSE(point.hints.empty()) << id << ": focus point " << point.id << " has no hints";
       for (const auto& text : point.hints) EXPECT_NE(text, point.explanation) << id << ": " << point.id;
@@ -152,6 +155,40 @@ TEST_F(BrokenExercise, CheckWeights) {
   for (const char* bad : {"0", "-1", "heavy", ".nan"}) {
     EXPECT_NE(load_error(with_weight(bad)).find("weight must be a positive number"), std::string::npos) << bad;
   }
+}
+
+// `difficulty:` and `minutes:` (grade list): optional, and only sensible values.
+TEST_F(BrokenExercise, DifficultyAndMinutes) {
+  auto with = [](const std::string& lines) {
+    auto yaml = valid();
+    return yaml.replace(yaml.find("title: X\n"), 9, "title: X\n" + lines);
+  };
+  EXPECT_EQ(load_error(with("difficulty: hard\nminutes: 45\n")), "");
+  EXPECT_EQ(load_exercise(dir_).difficulty, "hard");
+  EXPECT_EQ(load_exercise(dir_).minutes, 45);
+  EXPECT_EQ(load_error(valid()), "");
+  EXPECT_EQ(load_exercise(dir_).difficulty, "");
+  EXPECT_EQ(load_exercise(dir_).minutes, 0);
+  for (const char* bad : {"difficulty: tricky\n", "difficulty: [easy]\n"}) {
+    EXPECT_NE(load_error(with(bad)).find("'difficulty'"), std::string::npos) << bad;
+  }
+  for (const char* bad : {"minutes: 0\n", "minutes: -5\n", "minutes: 241\n", "minutes: soon\n", "minutes: 2.5\n"}) {
+    EXPECT_NE(load_error(with(bad)).find("'minutes' must be a whole number"), std::string::npos) << bad;
+  }
+}
+
+// A grade of the starter as given is not an attempt (grade list: not started).
+TEST(Exercises, StarterIsRecognisedByteForByte) {
+  auto exercise = load_exercise(project_root() / "exercises" / "exercise_sdpa");
+  const auto& name = exercise.learner_files.front();
+  std::ifstream in(exercise.dir / ".starter" / name, std::ios::binary);
+  std::stringstream starter;
+  starter << in.rdbuf();
+  ASSERT_FALSE(starter.str().empty());
+  EXPECT_TRUE(is_starter(exercise, name, starter.str()));
+  EXPECT_FALSE(is_starter(exercise, name, starter.str() + "\n"));
+  EXPECT_FALSE(is_starter(exercise, name, ""));
+  EXPECT_FALSE(is_starter(exercise, "other.cpp", starter.str()));
 }
 
 TEST_F(BrokenExercise, NotYaml) { EXPECT_NE(load_error("id: [unclosed").find("not valid YAML"), std::string::npos); }

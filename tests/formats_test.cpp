@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "errors.h"
 #include "format_checks.h"
 
 namespace grader {
@@ -100,6 +101,48 @@ Json parsed(const GradeReport& report, const std::string& format) {
 // Each format against its field list (format_checks.h), then what this grade must say in it.
 void expect_valid(const format_checks::Problems& problems, const std::string& format) {
   for (const auto& problem : problems) ADD_FAILURE() << format << ": " << problem;
+}
+
+// --output: where each value sends which format (one row per rule).
+TEST(Formats, OutputTargets) {
+  struct Row {
+    std::string value, format_option;
+    std::string format, file;  // empty format: a usage error
+    bool took_format_option;
+  };
+  const std::vector<Row> rows = {
+      {"html=r.html", "", "html", "r.html", false},           // FORMAT=FILE
+      {"junit=out/report", "json", "junit", "out/report", false},  // FORMAT=FILE beats --format
+      {"r.html", "", "html", "r.html", false},                // the extension's
+      {"R.HTM", "", "html", "R.HTM", false},
+      {"report.json", "", "json", "report.json", false},
+      {"tests.xml", "", "junit", "tests.xml", false},
+      {"notes.txt", "", "text", "notes.txt", false},
+      {"r.html", "html", "html", "r.html", true},             // --format html --output r.html
+      {"page", "gradescope", "gradescope", "page", true},     // --format names it
+      {"out/a=b.html", "", "html", "out/a=b.html", false},    // '=' inside a folder's name: part of the name
+      {"html=a=b.html", "", "html", "a=b.html", false},
+      {"xml=report.xml", "", "", "", false},                  // a word before '=' that is no format
+      {"report", "", "", "", false},                          // nothing says the format
+      {"r.pdf", "", "", "", false},
+      {"html=", "", "", "", false},                           // no file
+      {"", "", "", "", false},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE("--output '" + row.value + "' --format '" + row.format_option + "'");
+    if (row.format.empty()) {
+      EXPECT_THROW(output_target(row.value, row.format_option), UsageError);
+      continue;
+    }
+    auto target = output_target(row.value, row.format_option);
+    EXPECT_EQ(target.format, row.format);
+    EXPECT_EQ(target.file, row.file);
+    EXPECT_EQ(target.took_format_option, row.took_format_option);
+  }
+  EXPECT_FALSE(errors_on_stdout("html"));
+  EXPECT_FALSE(errors_on_stdout("text"));
+  for (const char* machine : {"json", "junit", "gradescope", "exercism", "prairielearn", "classroom"})
+    EXPECT_TRUE(errors_on_stdout(machine)) << machine;
 }
 
 TEST(Formats, ExercismVersion3) {

@@ -1,0 +1,25 @@
+// A grade stopped from outside (Ctrl-C, SIGTERM, SIGHUP): it says so, kills
+// the processes it started and removes its scratch folders, then exits with
+// 128 + the signal (130 for Ctrl-C). Nothing half-done is left behind and no
+// report is written for what was still running.
+#pragma once
+
+#include <filesystem>
+
+namespace grader {
+
+// From the main thread, before it starts any other thread (the signals are
+// blocked in it and every thread it starts; one thread waits for them).
+void stop_cleanly_on_signals();
+
+// Whether such a stop has begun: from then on nothing is printed, and no
+// report or progress file is written (what a killed run produced is no grade).
+bool stop_requested();
+// Where the main thread would end the process: wait for the stop to end it.
+void wait_if_stopping();
+
+// The scratch folders such a stop removes (ScratchFolder registers its own).
+void track_scratch(const std::filesystem::path& folder);
+void untrack_scratch(const std::filesystem::path& folder);
+
+}  // namespace grader
