@@ -73,7 +73,8 @@ SpeedReport time_forward(const ChildSpec& spec, const Exercise& exercise, const 
     failed.note = std::string("not timed: the grader could not start the speed run (") + error.what() + ")";
     return failed;
   }
-  if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
+  const auto stream = wire::split_runner_stream(outcome.result);
+  if (!stream.ready) {
     failed.note = "not timed: the runner did not start (" + outcome.describe_end() + ")";
     return failed;
   }
@@ -82,7 +83,7 @@ SpeedReport time_forward(const ChildSpec& spec, const Exercise& exercise, const 
     return failed;
   }
   try {
-    auto responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
+    auto responses = wire::decode(stream.results);
     if (responses.size() != 1) throw wire::WireError("expected one result");
     if (responses.front().strings.count("load_error")) {
       failed.note = "not timed: " + responses.front().strings.at("load_error");
@@ -241,11 +242,29 @@ namespace {
 // with the text from learner code (exception messages), shown repeated per
 // check, kept short.
 std::vector<wire::Record> decode_results(const ChildOutcome& outcome) {
-  auto responses = wire::decode(outcome.result.substr(wire::kRunnerReady.size()));
+  auto responses = wire::decode(wire::split_runner_stream(outcome.result).results);
   for (auto& response : responses) {
     for (auto& [key, text] : response.strings) text = capped(text, kMaxLearnerText);
   }
   return responses;
+}
+
+// Where a run stopped by a limit was (wire.h: the runner's case markers), as
+// the end of a sentence: " in case 3 of 12 (B=2 ... float32 eval, no mask),
+// which had not returned"; also while the library was loading (no case begun)
+// and after the results were sent.
+std::string running_when_stopped(const wire::RunnerStream& stream, const std::vector<wire::Record>& requests) {
+  if (!stream.last_started) {
+    return " while your library was being loaded, before any case began (a global's constructor or another static "
+           "initialiser runs then)";
+  }
+  const size_t index = *stream.last_started;
+  if (!stream.results.empty())
+    return " after every case had returned and the results were sent, while the program was ending";
+  if (index >= requests.size()) return "";
+  const auto& request = requests[index];
+  return fmt::format(" in case {} of {} ({}), which had not returned", index + 1, requests.size(),
+                     request.string_or("describe", request.string_or("case", "?")));
 }
 
 // One grade under way: its report so far, and the rules that end it.
@@ -343,7 +362,8 @@ struct GradeInProgress {
     const auto& run_limits = exercise.limits.run;
     const auto& sandbox = options.sandbox;
     keep_output(outcome);
-    if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) {
+    const auto stream = wire::split_runner_stream(outcome.result);
+    if (!stream.ready) {
       // The runner never reached the learner's code: whatever stopped it (limits
       // too tight for LibTorch itself, a broken sandbox) is the grader's failure.
       throw GraderFault("the runner did not start (" + outcome.describe_end() +
@@ -364,7 +384,7 @@ struct GradeInProgress {
     if (outcome.timed_out) {
       auto what =
           outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time" : number(run_limits.seconds) + " s";
-      return finish(Verdict::timeout, "Your code was stopped after " + what +
+      return finish(Verdict::timeout, "Your code was stopped after " + what + running_when_stopped(stream, requests) +
                                           ": look for an endless loop, a wait, or far too much work.");
     }
     if (outcome.exit_code == wire::kExitChannelReplaced &&
@@ -541,7 +561,7 @@ struct GradeInProgress {
 // cleanly within its limits and delivered one result per request. Anything
 // else is graded again one grade at a time, so that each gets its own verdict.
 bool ran_through(const ChildOutcome& outcome, size_t requests, std::vector<wire::Record>& responses) {
-  if (outcome.result.compare(0, wire::kRunnerReady.size(), wire::kRunnerReady) != 0) return false;
+  if (!wire::split_runner_stream(outcome.result).ready) return false;
   if (outcome.memory_exceeded || outcome.output_exceeded || outcome.timed_out || outcome.process_cap_hit ||
       outcome.result_truncated || !outcome.exited_cleanly()) {
     return false;

@@ -1,11 +1,10 @@
 #include "stop.h"
 
-#include <pthread.h>
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -25,6 +24,13 @@ std::mutex scratch_mutex;
 std::set<std::filesystem::path>& scratch_folders() {
   static std::set<std::filesystem::path> folders;
   return folders;
+}
+
+int stop_pipe[2] = {-1, -1};
+
+void on_stop_signal(int signal) {
+  const unsigned char which = static_cast<unsigned char>(signal);
+  (void)!write(stop_pipe[1], &which, 1);  // async-signal-safe: the stopping thread does the rest
 }
 
 const char* said_for(int signal) {
@@ -54,13 +60,15 @@ void wait_if_stopping() {
 }
 
 void stop_cleanly_on_signals() {
-  sigset_t stops;
-  sigemptyset(&stops);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, signal);
-  if (pthread_sigmask(SIG_BLOCK, &stops, nullptr) != 0) return;  // the default action stays: no worse than before
-  std::thread([stops] {
-    int signal = 0;
-    if (sigwait(&stops, &signal) != 0) return;
+  // A handler rather than a blocked mask: whichever thread the signal lands on
+  // (LibTorch starts some before main), it only wakes the stopping thread.
+  if (stop_pipe[0] >= 0 || pipe2(stop_pipe, O_CLOEXEC) != 0) return;
+  std::thread([] {
+    unsigned char which = 0;
+    while (read(stop_pipe[0], &which, 1) != 1) {
+      if (errno != EINTR) return;
+    }
+    const int signal = which;
     stopping = true;
     const std::string said = std::string("\ngrade: stopped by ") + said_for(signal) +
                              ": no report for what was still being graded; its processes are killed and its "
@@ -73,15 +81,24 @@ void stop_cleanly_on_signals() {
       dup2(devnull, STDERR_FILENO);
     }
     kill_active_children();
-    // The killed children's files are complete once they are gone: a moment for
-    // the kernel to end them before their folders go.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    {
-      std::lock_guard<std::mutex> lock(scratch_mutex);
-      for (const auto& folder : scratch_folders()) remove_tree(folder);
+    // A killed child ends a moment later (a sandboxed one with its namespace):
+    // until then it may still write in its folder, so removal is tried again
+    // until every folder is gone, for a few seconds at most.
+    std::lock_guard<std::mutex> lock(scratch_mutex);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (true) {
+      bool all_gone = true;
+      for (const auto& folder : scratch_folders()) all_gone &= remove_tree(folder);
+      if (all_gone || std::chrono::steady_clock::now() > give_up) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     _exit(128 + signal);
   }).detach();
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
 }
 
 }  // namespace grader

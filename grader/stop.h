@@ -8,8 +8,8 @@
 
 namespace grader {
 
-// From the main thread, before it starts any other thread (the signals are
-// blocked in it and every thread it starts; one thread waits for them).
+// Once, before the grade starts its work: a handler for the three signals
+// wakes one thread, which does the above.
 void stop_cleanly_on_signals();
 
 // Whether such a stop has begun: from then on nothing is printed, and no

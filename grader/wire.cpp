@@ -152,6 +152,23 @@ at::Tensor decode_tensor(Reader& in) {
 
 }  // namespace
 
+RunnerStream split_runner_stream(const std::string& bytes) {
+  RunnerStream stream;
+  if (bytes.compare(0, kRunnerReady.size(), kRunnerReady) != 0) return stream;
+  stream.ready = true;
+  size_t at = kRunnerReady.size();
+  while (bytes.compare(at, kCaseStarted.size(), kCaseStarted) == 0) {
+    const size_t end = bytes.find('\n', at);
+    if (end == std::string::npos) break;  // cut off mid-line: the case before it
+    const auto digits = bytes.substr(at + kCaseStarted.size(), end - at - kCaseStarted.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) break;
+    stream.last_started = std::stoul(digits);
+    at = end + 1;
+  }
+  stream.results = bytes.substr(std::min(at, bytes.size()));
+  return stream;
+}
+
 std::string encode(const std::vector<Record>& records) {
   Writer out;
   out.put_bytes(kMagic, sizeof(kMagic));

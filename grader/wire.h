@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,21 @@ inline at::ScalarType floating_dtype(const std::string& name) {
   return at::kDouble;
 }
 
-// The runner writes this before any learner code is loaded, then one message.
+// The runner writes this before any learner code is loaded, then before each
+// case kCaseStarted and the case's index in the request, one line ("CASE 3\n"),
+// then one message with every result.
 inline const std::string kRunnerReady = "RUNNER-READY\n";
+inline const std::string kCaseStarted = "CASE ";
+
+// What the runner wrote on its result channel, taken apart: whether it
+// started, the last case it began (what was running when a limit stopped
+// it), and the message after the markers (empty when it never got that far).
+struct RunnerStream {
+  bool ready = false;
+  std::optional<size_t> last_started;
+  std::string results;
+};
+RunnerStream split_runner_stream(const std::string& bytes);
 // The runner's last word when the descriptor of its result channel is no
 // longer the pipe it was given (learner code replaced it): this line on
 // standard error and exit status kExitChannelReplaced, nothing sent.

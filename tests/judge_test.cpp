@@ -2,6 +2,7 @@
 // learner text, the symbol rules, reading submissions without links, cleanup
 // that depth cannot defeat, and the sandbox showing files the sandboxed user
 // could not reach by their path.
+#include <ATen/ATen.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -321,6 +322,18 @@ TEST(Sandbox, UnreadableShownFileIsTheGradersFaultWithTheFix) {
 
 // What a device-mismatch error from learner code is read as (the GPU's
 // messages, as LibTorch 1.13 and 2.x word them), and what is no such error.
+// An expected value that underflowed (exp of a far-below-maximum score) is
+// shown as ~0: the evidence never prints a subnormal number like 7.6e-315.
+TEST(Comparisons, UnderflowedValuesAreShownAsZero) {
+  auto expected = at::tensor({7.64179e-315, 0.25}, at::kDouble);
+  auto got = at::tensor({1.0, 0.25}, at::kDouble);
+  auto result = grader::compare(expected, got, grader::Tolerance{1e-6, 1e-7});
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.detail.find("expected ~0, got 1"), std::string::npos) << result.detail;
+  EXPECT_EQ(result.detail.find("e-315"), std::string::npos) << result.detail;
+  EXPECT_TRUE(grader::compare(expected, at::tensor({0.0, 0.25}, at::kDouble), grader::Tolerance{1e-6, 1e-7}).ok);
+}
+
 TEST(DeviceMismatch, NamesTheOperatorOrItsArguments) {
   auto old_style = grader::kit::device_mismatch(
       "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "

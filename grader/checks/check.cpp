@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -77,7 +79,10 @@ std::string shape_string(at::IntArrayRef sizes) {
 
 namespace {
 
+// A subnormal number (an exp() that underflowed: a masked or far-below-the-
+// maximum weight) is zero for every tolerance: shown as "~0", not as 7.6e-315.
 std::string format_number(double value) {
+  if (value != 0 && std::abs(value) < std::numeric_limits<double>::min()) return "~0";
   std::ostringstream out;
   out.precision(6);
   out << value;
