@@ -355,13 +355,24 @@ OutputTarget output_target(const std::string& value, const std::string& format_o
     }
   }
   if (value.empty()) throw UsageError("--output: an empty FILE");
-  if (!format_option.empty()) return {format_option, value, true};
   static const std::map<std::string, std::string> by_extension = {
       {".html", "html"}, {".htm", "html"}, {".json", "json"}, {".xml", "junit"}, {".txt", "text"}};
   std::string extension = std::filesystem::path(value).extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   auto found = by_extension.find(extension);
+  if (!format_option.empty()) {
+    // What kind of file each format writes: a name that says another kind is a slip.
+    auto kind = [](const std::string& format) {
+      if (format == "html" || format == "text") return format;
+      return format == "junit" ? std::string("xml") : std::string("json");
+    };
+    if (found != by_extension.end() && kind(found->second) != kind(format_option)) {
+      throw UsageError(fmt::format("--output '{}': the name says {} but --format is {}; write FORMAT=FILE", value,
+                                   found->second, format_option));
+    }
+    return {format_option, value, true};
+  }
   if (found == by_extension.end()) {
     throw UsageError("--output '" + value + "': cannot tell the format from the name; write FORMAT=FILE (FORMAT one of " +
                      fmt::format("{}", fmt::join(formats, ", ")) + ") or give --format");

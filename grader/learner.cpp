@@ -51,7 +51,7 @@ int list(const fs::path& root) {
     std::replace(status.begin(), status.end(), '_', ' ');
     const bool missed = found != progress.exercises.end() && !found->second.missed.empty();
     passed += status == "passed";
-    std::cout << fmt::format("{:<{}}  {:<11}  {:<6}  {:>6}  {}{}\n", exercise.id, width, status,
+    std::cout << fmt::format("{:<{}}  {:<11}  {:<6}  {:>7}  {}{}\n", exercise.id, width, status,
                              exercise.difficulty.empty() ? "-" : exercise.difficulty,
                              exercise.minutes ? fmt::format("{} min", exercise.minutes) : "-", exercise.title,
                              missed ? fmt::format("  (missed: {})", fmt::join(found->second.missed, ", ")) : "");

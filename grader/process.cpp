@@ -21,6 +21,7 @@
 
 #include "errors.h"
 #include "sandbox.h"
+#include "stop.h"
 
 namespace grader {
 namespace {
@@ -67,7 +68,7 @@ bool join_cgroup(const char* procs_file) {
                              int err_fd, int request_fd, int result_fd, int args_fd,
                              const std::vector<const char*>& cgroup_procs, pid_t parent) {
   signal(SIGPIPE, SIG_DFL);  // the grader ignores it; the child should not
-  sigset_t none;             // nor does it block what the grader blocks (stop.h)
+  sigset_t none;             // and it starts with no signal blocked
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   setsid();                  // its own process group, so a timeout kills grandchildren too
@@ -145,7 +146,10 @@ void become_subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
 void kill_active_children() {
   std::lock_guard<std::mutex> lock(children_mutex);
-  for (pid_t pid : active_children) kill(-pid, SIGKILL);  // each leads its own process group (setsid)
+  for (pid_t pid : active_children) {
+    kill(-pid, SIGKILL);  // each leads its own process group (setsid)...
+    kill(pid, SIGKILL);   // ...once it has called setsid
+  }
 }
 
 void reap_orphans() {
@@ -220,6 +224,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
   auto start = Clock::now();
   const pid_t parent = getpid();
   std::unique_lock<std::mutex> registering(children_mutex);
+  if (stop_requested()) throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
   pid_t pid = fork();
   if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) {

@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "errors.h"
-#include "stop.h"
 #include "process.h"
+#include "stop.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -541,7 +541,10 @@ ScratchFolder::ScratchFolder(const fs::path& parent, bool keep, bool for_nobody)
   std::string pattern = (parent / "grade-XXXXXX").string();
   if (!mkdtemp(pattern.data())) throw GraderFault("cannot create a scratch folder under " + parent.string());
   path_ = pattern;
-  if (!keep_) track_scratch(path_);
+  if (!keep_ && !track_scratch(path_)) {
+    rmdir(path_.c_str());
+    throw GraderFault("the grade was stopped");
+  }
   // The sandboxed compiler and runner run as nobody: the only folder they may write.
   if (for_nobody && chown(path_.c_str(), kNobody, kNobody) != 0) {
     throw GraderFault("cannot hand the scratch folder " + path_.string() + " to user nobody");

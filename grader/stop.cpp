@@ -27,8 +27,11 @@ std::set<std::filesystem::path>& scratch_folders() {
 }
 
 int stop_pipe[2] = {-1, -1};
+std::atomic<int> signals_seen{0};
 
 void on_stop_signal(int signal) {
+  // A second Ctrl-C while the stop cleans up: end now.
+  if (signals_seen.fetch_add(1) > 0) _exit(128 + signal);
   const unsigned char which = static_cast<unsigned char>(signal);
   (void)!write(stop_pipe[1], &which, 1);  // async-signal-safe: the stopping thread does the rest
 }
@@ -43,9 +46,11 @@ const char* said_for(int signal) {
 
 }  // namespace
 
-void track_scratch(const std::filesystem::path& folder) {
+bool track_scratch(const std::filesystem::path& folder) {
   std::lock_guard<std::mutex> lock(scratch_mutex);
+  if (stopping.load()) return false;
   scratch_folders().insert(folder);
+  return true;
 }
 
 void untrack_scratch(const std::filesystem::path& folder) {
@@ -63,13 +68,17 @@ void stop_cleanly_on_signals() {
   // A handler rather than a blocked mask: whichever thread the signal lands on
   // (LibTorch starts some before main), it only wakes the stopping thread.
   if (stop_pipe[0] >= 0 || pipe2(stop_pipe, O_CLOEXEC) != 0) return;
+  fcntl(stop_pipe[1], F_SETFL, fcntl(stop_pipe[1], F_GETFL) | O_NONBLOCK);
   std::thread([] {
     unsigned char which = 0;
     while (read(stop_pipe[0], &which, 1) != 1) {
       if (errno != EINTR) return;
     }
     const int signal = which;
-    stopping = true;
+    {
+      std::lock_guard<std::mutex> lock(scratch_mutex);  // no folder is tracked after this
+      stopping = true;
+    }
     const std::string said = std::string("\ngrade: stopped by ") + said_for(signal) +
                              ": no report for what was still being graded; its processes are killed and its "
                              "temporary files removed\n";
@@ -92,6 +101,13 @@ void stop_cleanly_on_signals() {
       if (all_gone || std::chrono::steady_clock::now() > give_up) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    // Ended by the signal itself, as without the stop: a shell loop around the
+    // grade stops too (it sees a child killed by SIGINT, not one exiting 130).
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    sigemptyset(&fallback.sa_mask);
+    sigaction(signal, &fallback, nullptr);
+    kill(getpid(), signal);
     _exit(128 + signal);
   }).detach();
   struct sigaction action {};

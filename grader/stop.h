@@ -19,7 +19,9 @@ bool stop_requested();
 void wait_if_stopping();
 
 // The scratch folders such a stop removes (ScratchFolder registers its own).
-void track_scratch(const std::filesystem::path& folder);
+// track_scratch is false once a stop has begun: the caller removes the folder
+// and gives up (a batch's next grade must not start).
+bool track_scratch(const std::filesystem::path& folder);
 void untrack_scratch(const std::filesystem::path& folder);
 
 }  // namespace grader

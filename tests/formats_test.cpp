@@ -120,6 +120,10 @@ TEST(Formats, OutputTargets) {
       {"notes.txt", "", "text", "notes.txt", false},
       {"r.html", "html", "html", "r.html", true},             // --format html --output r.html
       {"page", "gradescope", "gradescope", "page", true},     // --format names it
+      {"results.json", "gradescope", "gradescope", "results.json", true},  // a JSON format in a .json file
+      {"r.html", "json", "", "", false},                      // the name and --format disagree
+      {"b.json", "html", "", "", false},
+      {"report.xml", "junit", "junit", "report.xml", true},
       {"out/a=b.html", "", "html", "out/a=b.html", false},    // '=' inside a folder's name: part of the name
       {"html=a=b.html", "", "html", "a=b.html", false},
       {"xml=report.xml", "", "", "", false},                  // a word before '=' that is no format

@@ -320,8 +320,6 @@ TEST(Sandbox, UnreadableShownFileIsTheGradersFaultWithTheFix) {
 }  // namespace
 }  // namespace grader
 
-// What a device-mismatch error from learner code is read as (the GPU's
-// messages, as LibTorch 1.13 and 2.x word them), and what is no such error.
 // An expected value that underflowed (exp of a far-below-maximum score) is
 // shown as ~0: the evidence never prints a subnormal number like 7.6e-315.
 TEST(Comparisons, UnderflowedValuesAreShownAsZero) {
@@ -334,6 +332,8 @@ TEST(Comparisons, UnderflowedValuesAreShownAsZero) {
   EXPECT_TRUE(grader::compare(expected, at::tensor({0.0, 0.25}, at::kDouble), grader::Tolerance{1e-6, 1e-7}).ok);
 }
 
+// What a device-mismatch error from learner code is read as (the GPU's
+// messages, as LibTorch 1.13 and 2.x word them), and what is no such error.
 TEST(DeviceMismatch, NamesTheOperatorOrItsArguments) {
   auto old_style = grader::kit::device_mismatch(
       "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "

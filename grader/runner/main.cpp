@@ -70,12 +70,18 @@ std::pair<dev_t, ino_t> identity(int fd) {
 
 std::pair<dev_t, ino_t> channel;  // the result channel's identity, taken before any learner code ran
 
-void send(int fd, const std::vector<Record>& records) {
+// Learner code that replaced the result channel is told apart from a crash:
+// checked before anything more is written on it.
+void require_own_channel(int fd) {
   if (channel.second == 0 || identity(fd) != channel) {
     std::fprintf(stderr, "%s\n", grader::wire::kChannelReplaced.c_str());
     std::fflush(stderr);
     std::_Exit(grader::wire::kExitChannelReplaced);
   }
+}
+
+void send(int fd, const std::vector<Record>& records) {
+  require_own_channel(fd);
   if (!write_all(fd, grader::wire::encode(records))) {
     std::fprintf(stderr, "grader-runner: cannot write results\n");
     std::_Exit(70);
@@ -197,6 +203,7 @@ int main(int argc, char** argv) {
   for (size_t index = 0; index < requests.size(); ++index) {
     auto request = requests[index];
     // Which case is under way, should a limit stop it (wire.h: kCaseStarted).
+    require_own_channel(result_fd);
     if (!write_all(result_fd, grader::wire::kCaseStarted + std::to_string(index) + "\n")) return 71;
     Record response;
     response.strings["case"] = request.string("case");
