@@ -241,8 +241,8 @@ namespace {
 // The results a runner delivered after its ready line (throws WireError),
 // with the text from learner code (exception messages), shown repeated per
 // check, kept short.
-std::vector<wire::Record> decode_results(const ChildOutcome& outcome) {
-  auto responses = wire::decode(wire::split_runner_stream(outcome.result).results);
+std::vector<wire::Record> decode_results(const wire::RunnerStream& stream) {
+  auto responses = wire::decode(stream.results);
   for (auto& response : responses) {
     for (auto& [key, text] : response.strings) text = capped(text, kMaxLearnerText);
   }
@@ -410,7 +410,7 @@ struct GradeInProgress {
     std::vector<wire::Record> responses;
     try {
       if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
-      responses = decode_results(outcome);
+      responses = decode_results(stream);
     } catch (const wire::WireError& error) {
       if (!outcome.exited_cleanly()) {
         return finish(Verdict::runtime_error, "Your code crashed before the checks finished (" +
@@ -561,13 +561,14 @@ struct GradeInProgress {
 // cleanly within its limits and delivered one result per request. Anything
 // else is graded again one grade at a time, so that each gets its own verdict.
 bool ran_through(const ChildOutcome& outcome, size_t requests, std::vector<wire::Record>& responses) {
-  if (!wire::split_runner_stream(outcome.result).ready) return false;
+  const auto stream = wire::split_runner_stream(outcome.result);
+  if (!stream.ready) return false;
   if (outcome.memory_exceeded || outcome.output_exceeded || outcome.timed_out || outcome.process_cap_hit ||
       outcome.result_truncated || !outcome.exited_cleanly()) {
     return false;
   }
   try {
-    responses = decode_results(outcome);
+    responses = decode_results(stream);
   } catch (const wire::WireError&) {
     return false;
   }

@@ -4,8 +4,43 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace grader::wire {
 namespace {
+
+// What the runner wrote on its result channel, taken apart (one row per rule):
+// the ready line, the case markers (the last one counts), the message after.
+TEST(Wire, SplitsTheRunnerStream) {
+  struct Row {
+    std::string bytes;
+    bool ready;
+    std::optional<size_t> last_started;
+    std::string results;
+  };
+  const std::vector<Row> rows = {
+      {"", false, std::nullopt, ""},
+      {"garbage", false, std::nullopt, ""},
+      {"RUNNER-READY\n", true, std::nullopt, ""},                       // stopped while loading
+      {"RUNNER-READY\nCASE 0\n", true, 0, ""},                          // stopped in the first case
+      {"RUNNER-READY\nCASE 0\nCASE 1\nCASE 2\n", true, 2, ""},
+      {"RUNNER-READY\nCASE 0\nCASE 1\nATTNWIR1xyz", true, 1, "ATTNWIR1xyz"},  // every case ran
+      {"RUNNER-READY\nCASE 0\nCASE 1", true, 0, "CASE 1"},              // cut off mid-line
+      {"RUNNER-READY\nCASE \n", true, std::nullopt, "CASE \n"},         // no number
+      {"RUNNER-READY\nCASE 1x\n", true, std::nullopt, "CASE 1x\n"},
+      {"RUNNER-READY\nCASE 1234567890\n", true, std::nullopt, "CASE 1234567890\n"},  // too long to be an index
+      {"RUNNER-READY\nATTNWIR1CASE 3\n", true, std::nullopt, "ATTNWIR1CASE 3\n"},  // none after the message
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.bytes);
+    const auto stream = split_runner_stream(row.bytes);
+    EXPECT_EQ(stream.ready, row.ready);
+    EXPECT_EQ(stream.last_started, row.last_started);
+    EXPECT_EQ(stream.results, row.results);
+  }
+}
 
 TEST(Wire, RoundTripsEveryKind) {
   Record record;
