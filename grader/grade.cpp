@@ -24,6 +24,7 @@
 #include "toolchain.h"
 #include "verdict.h"
 #include "wire.h"
+#include "zygote.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -175,6 +176,40 @@ ChildSpec runner_spec(const PreparedGrade& prepared, const SandboxStatus& sandbo
   return spec;
 }
 
+// The zygote runners of this grade's kind fork from (zygote.h): the runner's
+// view without the scratch folder (the compiled object is passed to each
+// child open), started with --zygote. No time limit of its own: each child
+// has the run's.
+ChildSpec zygote_spec(const PreparedGrade& prepared, const SandboxStatus& sandbox) {
+  ChildSpec spec;
+  spec.argv = {fs::absolute(prepared.toolchain.runner).string()};
+  if (sandbox.seccomp) spec.argv.push_back("--seccomp");
+  spec.argv.push_back("--zygote");
+  spec.limits = child_limits(prepared.exercise.limits.run);
+  spec.limits.wall_seconds = spec.limits.cpu_seconds = 365.0 * 24 * 3600;
+  Confinement view = prepared.confinement;
+  view.writable.clear();
+  view.work_dir = "/";
+  sandbox_child(sandbox, view, spec);
+  return spec;
+}
+
+// The zygote a runner of `prepared` is forked from, started on first use;
+// null on a GPU (a CUDA context does not survive a fork: each runner starts
+// its own) and where zygotes are off.
+std::shared_ptr<Zygote> runner_zygote(const PreparedGrade& prepared, const SandboxStatus& sandbox) {
+  if (prepared.target.on_gpu()) return nullptr;
+  auto spec = zygote_spec(prepared, sandbox);
+  // What the zygote saw when it started: a rebuilt runner, driver or
+  // precompiled header (a stamp of prepared.inputs) needs a new one.
+  std::string key;
+  for (const auto& arg : spec.argv) key += arg + '\n';
+  key += spec.launcher_args + '\n' + std::to_string(spec.drop_to_nobody) + std::to_string(spec.use_cgroup) + '\n';
+  for (const auto& [file, time] : prepared.inputs)
+    key += file.string() + '@' + std::to_string(time.time_since_epoch().count()) + '\n';
+  return zygote_for(key, [&spec] { return spec; });
+}
+
 }  // namespace
 
 namespace {
@@ -218,7 +253,10 @@ Prepared prepare(const GradeOptions& options, bool compile_ahead, size_t runs) {
   p.shared_object = p.scratch->path() / "submission.so";
   // The runner starts now and loads LibTorch while the submission compiles
   // (two cores, two jobs); its request, and its clock, wait for the compile.
-  p.runner = std::make_unique<EarlyChild>(runner_spec(p, sandbox, {}));
+  auto runner = runner_spec(p, sandbox, {});
+  runner.zygote = runner_zygote(p, sandbox);
+  runner.zygote_object = p.shared_object.string();
+  p.runner = std::make_unique<EarlyChild>(std::move(runner));
   if (compile_ahead) {
     // For a source like the one there now: with all of LibTorch's API or not.
     bool libtorch_api = false;
@@ -424,7 +462,9 @@ struct GradeInProgress {
   }
 
   // The runner's output, shown capped.
+  // What the grade keeps of how its runner ran: its output, and how it started.
   void keep_output(const ChildOutcome& outcome) {
+    report.runner_forked = outcome.forked;
     report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
     report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
   }

@@ -31,6 +31,7 @@
 #include "stop.h"
 #include "toolchain.h"
 #include "watch.h"
+#include "zygote.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -714,6 +715,7 @@ static int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const int code = run(argc, argv);
+  grader::close_zygotes();  // each ends at once; their cgroups go with them
   grader::wait_if_stopping();  // Ctrl-C came: the stop ends the process with its own status (stop.h)
   // Everything of ours is written and closed by now. A normal exit would run
   // LibTorch's static destructors, which unregister every operator: about

@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -22,6 +24,7 @@
 #include "errors.h"
 #include "sandbox.h"
 #include "stop.h"
+#include "zygote.h"
 
 namespace grader {
 namespace {
@@ -140,6 +143,109 @@ void drain(int& fd, std::string& into, size_t cap, bool& truncated) {
 std::mutex children_mutex;
 std::set<pid_t> active_children;
 
+// A child of spec.zygote that loads spec.zygote_object with the pipes given,
+// registered, put in its cgroup (`cgroup`, made here with the limits a fresh
+// runner's has) and told to go. nullopt, with nothing started: there is no
+// zygote that answers (a fresh runner is started instead).
+std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, Pipe& err, Pipe& request,
+                                             Pipe& result, std::unique_ptr<Cgroup>& cgroup, ChildOutcome& outcome) {
+  const int object = open(spec.zygote_object.c_str(), O_RDONLY | O_CLOEXEC);
+  if (object < 0) return std::nullopt;  // the fresh runner's loader will say why
+  zygote::SpawnRequest ask;
+  ask.cpu_seconds = static_cast<uint32_t>(std::ceil(spec.limits.cpu_seconds));
+  ask.file_size_bytes = spec.limits.file_size_bytes;
+  ask.address_space_bytes = spec.limits.address_space_bytes;
+  std::snprintf(ask.object_name, sizeof ask.object_name, "%s", spec.zygote_object.c_str());
+  int fds[zygote::kFdCount];
+  fds[zygote::kStatus] = -1;  // made by spawn
+  fds[zygote::kStdout] = out.write;
+  fds[zygote::kStderr] = err.write;
+  fds[zygote::kRequest] = request.read;
+  fds[zygote::kResult] = result.write;
+  fds[zygote::kObject] = object;
+  {
+    std::lock_guard<std::mutex> lock(children_mutex);
+    if (stop_requested()) {
+      close(object);
+      throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
+    }
+  }
+  auto child = spec.zygote->spawn(ask, fds, spec.limits.wall_seconds);
+  close(object);
+  if (!child) return std::nullopt;
+  auto refuse = [&](const std::string& why) {
+    syscall(SYS_pidfd_send_signal, child->pidfd, SIGKILL, nullptr, 0);
+    close(child->status_fd);
+    close(child->pidfd);
+    throw GraderFault(why);
+  };
+  {
+    std::lock_guard<std::mutex> lock(children_mutex);
+    if (stop_requested()) refuse("the grade was stopped");
+    active_children.insert(child->pid);
+  }
+  auto unregister = [&] {
+    std::lock_guard<std::mutex> lock(children_mutex);
+    active_children.erase(child->pid);
+  };
+  if (spec.use_cgroup) {
+    // A fresh runner's cgroup holds LibTorch's start (the private memory the
+    // child shares with the zygote) and the sandbox's own processes: the
+    // child's limits leave room for neither, so both count the same.
+    auto limits = Cgroup::Limits{spec.limits.memory_bytes, spec.limits.processes};
+    if (limits.memory_bytes) {
+      limits.memory_bytes = limits.memory_bytes > child->inherited_anon_bytes + (64u << 20)
+                                ? limits.memory_bytes - child->inherited_anon_bytes
+                                : (64u << 20);
+    }
+    if (limits.processes) limits.processes = std::max(1, limits.processes - spec.wrapper_processes);
+    std::string why;
+    cgroup = Cgroup::create(limits, &why);
+    if (!cgroup) {
+      unregister();
+      refuse("cannot create a cgroup for the child: " + why);
+    }
+    for (const auto& file : cgroup->procs_files()) {
+      int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC);
+      const auto text = std::to_string(child->pid);
+      const bool joined = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      if (fd >= 0) close(fd);
+      if (!joined) {
+        unregister();
+        refuse("cannot move the runner's child into its cgroup (" + file + "): " + std::strerror(errno));
+      }
+    }
+    outcome.in_cgroup = true;
+  }
+  if (send(child->status_fd, &zygote::kGo, 1, MSG_NOSIGNAL) != 1) {
+    // It ended before its go (the zygote went): its wait status says how.
+  }
+  return child;
+}
+
+// Whether the zygote reported `child`'s end (its wait status into `status`);
+// `block`: waits for it (after a kill: moments). A zygote that ended without
+// reporting marks the child lost.
+bool zygote_reported(Zygote::Child& child, int& status, bool block) {
+  if (block) {
+    pollfd ready{child.status_fd, POLLIN, 0};
+    for (int round = 0; round < 100 && poll(&ready, 1, 100) == 0; ++round) {
+    }
+  }
+  int32_t code = 0;
+  const ssize_t got = recv(child.status_fd, &code, sizeof code, MSG_DONTWAIT);
+  if (got == static_cast<ssize_t>(sizeof code)) {
+    status = code;
+    return true;
+  }
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || block) {
+    child.lost = true;
+    status = SIGKILL;  // what the zygote's end did to it (its parent-death signal)
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void become_subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
@@ -190,7 +296,11 @@ ChildOutcome run_child(const ChildSpec& spec) {
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   Pipe out = make_pipe(), err = make_pipe(), request, result;
   const bool deferred = spec.deferred_request.valid();
-  if (!spec.request.empty() || deferred) request = make_pipe();
+  if (!spec.request.empty() || deferred) {
+    request = make_pipe();
+  } else if (spec.fd3 >= 0) {
+    request.read = spec.fd3;  // handed over: closed below once the child has it
+  }
   if (spec.result_channel) result = make_pipe();
   Pipe args;
   if (!spec.launcher_args.empty()) {
@@ -213,7 +323,12 @@ ChildOutcome run_child(const ChildSpec& spec) {
 
   std::unique_ptr<Cgroup> cgroup;
   std::vector<const char*> cgroup_procs;
-  if (spec.use_cgroup) {
+  // A zygote's child, where there is one that still answers.
+  std::optional<Zygote::Child> forked;
+  if (spec.zygote && !deferred && request.read >= 0 && result.write >= 0) {
+    forked = start_in_zygote(spec, out, err, request, result, cgroup, outcome);
+  }
+  if (!forked && spec.use_cgroup) {
     std::string why;
     cgroup = Cgroup::create({spec.limits.memory_bytes, spec.limits.processes}, &why);
     if (!cgroup) throw GraderFault("cannot create a cgroup for the child: " + why);
@@ -222,20 +337,25 @@ ChildOutcome run_child(const ChildSpec& spec) {
   }
 
   auto start = Clock::now();
-  const pid_t parent = getpid();
-  std::unique_lock<std::mutex> registering(children_mutex);
-  if (stop_requested()) throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
-  pid_t pid = fork();
-  if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, args.read,
-               cgroup_procs, parent);
+  pid_t pid = -1;
+  if (forked) {
+    pid = forked->pid;  // registered, in its cgroup, and running
+    outcome.forked = true;
+  } else {
+    const pid_t parent = getpid();
+    std::unique_lock<std::mutex> registering(children_mutex);
+    if (stop_requested()) throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
+    pid = fork();
+    if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, args.read,
+                 cgroup_procs, parent);
+    }
+    active_children.insert(pid);
+    registering.unlock();
+    // Also from this side, so the group exists before any kill below.
+    setpgid(pid, pid);
   }
-  active_children.insert(pid);
-  registering.unlock();
-
-  // Also from this side, so the group exists before any kill below.
-  setpgid(pid, pid);
   outcome.started = true;
   close(devnull);
   close_fd(out.write);
@@ -255,11 +375,17 @@ ChildOutcome run_child(const ChildSpec& spec) {
   bool waiting_for_request = deferred;
   int status = 0;
   bool reaped = false;
-  while (true) {
-    if (!reaped) {
-      pid_t done = waitpid(pid, &status, WNOHANG);
-      if (done == pid) reaped = true;
+  // A zygote's child is not ours to wait for: the zygote sends its wait status.
+  auto check_ended = [&](bool block) {
+    if (reaped) return;
+    if (!forked) {
+      reaped = waitpid(pid, &status, block ? 0 : WNOHANG) == pid;
+      return;
     }
+    reaped = zygote_reported(*forked, status, block);
+  };
+  while (true) {
+    check_ended(false);
     if (waiting_for_request &&
         spec.deferred_request.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       waiting_for_request = false;
@@ -296,6 +422,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
       if (fd >= 0) fds.push_back({fd, POLLIN, 0});
     }
     if (request.write >= 0 && !waiting_for_request) fds.push_back({request.write, POLLOUT, 0});
+    if (forked && !reaped) fds.push_back({forked->status_fd, POLLIN, 0});
     int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
     wait_ms = std::min(wait_ms, reaped ? 100 : 50);
     if (waiting_for_request) {
@@ -327,10 +454,20 @@ ChildOutcome run_child(const ChildSpec& spec) {
   outcome.ended_unasked = waiting_for_request;  // the loop ended before the request came
   // Whatever happened, nothing of the child's process group (nor of its
   // cgroup, which also holds what left the group) outlives the run.
-  kill(-pid, SIGKILL);
-  if (!reaped) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
+  if (forked) {
+    // By its pidfd: once reaped, its pid may be another process's. It never
+    // forks (its filter), and its cgroup holds whatever else it started.
+    if (!reaped) {
+      kill(-pid, SIGKILL);
+      syscall(SYS_pidfd_send_signal, forked->pidfd, SIGKILL, nullptr, 0);
+      check_ended(true);
+    }
+  } else {
+    kill(-pid, SIGKILL);
+    if (!reaped) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
   }
   if (cgroup) {
     cgroup->kill_all();
@@ -344,6 +481,11 @@ ChildOutcome run_child(const ChildSpec& spec) {
     std::lock_guard<std::mutex> lock(children_mutex);
     active_children.erase(pid);
   }
+  if (forked) {
+    close(forked->status_fd);
+    close(forked->pidfd);
+    if (forked->lost) throw GraderFault("the runner's zygote ended while it ran a submission (see: grade sandbox)");
+  }
   // What it left behind (bwrap's process in its namespace, grandchildren) is
   // the grader's now, and dead: the cgroup is empty, the group killed.
   reap_orphans();
@@ -351,7 +493,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
   outcome.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
-  if (spec.signal_in_exit_code && outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
+  if (spec.signal_in_exit_code && !forked && outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
     outcome.term_signal = outcome.exit_code - 128;
     outcome.exit_code = -1;
   }
@@ -362,6 +504,9 @@ ChildOutcome run_child(const ChildSpec& spec) {
 }
 
 EarlyChild::EarlyChild(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::move(spec))) {
+  // A zygote's child starts in moments: it is forked when the request comes
+  // (the zygote is what loads LibTorch early).
+  if (spec_->zygote) return;
   spec_->deferred_request = request_.get_future().share();
   wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   spec_->request_wake_fd = wake_;  // without one (-1), the wait polls
@@ -369,7 +514,7 @@ EarlyChild::EarlyChild(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::
 }
 
 EarlyChild::~EarlyChild() {
-  if (!sent_) {
+  if (!sent_ && !spec_->zygote) {
     request_.set_value(std::nullopt);
     wake();
     try {
@@ -388,12 +533,17 @@ void EarlyChild::wake() {
 }
 
 bool EarlyChild::waiting() const {
+  if (spec_->zygote) return !sent_ && spec_->zygote->alive();
   return !sent_ && outcome_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
 }
 
 ChildOutcome EarlyChild::finish(std::string request) {
   if (sent_) throw GraderFault("EarlyChild::finish called twice");
   sent_ = true;
+  if (spec_->zygote) {
+    spec_->request = std::move(request);
+    return run_child(*spec_);
+  }
   request_.set_value(std::move(request));
   wake();
   return outcome_.get();

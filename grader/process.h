@@ -13,6 +13,8 @@
 
 namespace grader {
 
+class Zygote;
+
 struct ChildLimits {
   double wall_seconds = 60;
   double cpu_seconds = 120;
@@ -45,6 +47,7 @@ struct ChildOutcome {
   bool process_cap_hit = false;  // a fork or thread creation was refused
   bool output_exceeded = false;  // stopped at the output limit
   bool abandoned = false;        // the deferred request never came: killed before it ran anything asked of it
+  bool forked = false;           // a zygote's child (zygote.h), not a freshly started program
   bool ended_unasked = false;    // it ended on its own before its deferred request arrived
 
   bool exited_cleanly() const { return started && !timed_out && term_signal == 0 && exit_code == 0; }
@@ -71,6 +74,17 @@ struct ChildSpec {
   bool use_cgroup = false;           // run it in its own cgroup (memory, processes, CPU time)
   bool drop_to_nobody = false;       // switch to user and group 65534 before exec (the grader runs as root)
   bool signal_in_exit_code = false;  // argv[0] reports a child's death by signal N as exit status 128+N (bwrap)
+  // Given to the child as fd 3 instead of a request (a zygote's control
+  // socket); run_child closes it once the child has it.
+  int fd3 = -1;
+  // Where set, the child is forked by this zygote (zygote.h) and loads
+  // `zygote_object`; `argv` (a fresh runner) runs where the zygote is gone.
+  std::shared_ptr<Zygote> zygote;
+  std::string zygote_object;
+  // Processes the command in argv runs besides the one that does the work
+  // (bwrap's two), which a zygote's child has not: its cgroup's process cap
+  // is lowered by them, so both count the same.
+  int wrapper_processes = 0;
 };
 
 // Makes this process the one that inherits what its children leave orphaned
@@ -89,7 +103,8 @@ ChildOutcome run_child(const ChildSpec& spec);
 // A child started before its request is known, to load what it needs while
 // the parent still works (ChildSpec::deferred_request, set here): run_child
 // on a thread of its own. Destroyed without a request, it is abandoned
-// (killed, and waited for).
+// (killed, and waited for). With a ChildSpec::zygote, which has loaded
+// everything already, nothing starts before the request: finish forks it.
 class EarlyChild {
  public:
   explicit EarlyChild(ChildSpec spec);

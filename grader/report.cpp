@@ -376,6 +376,7 @@ std::string render_json(const GradeReport& report) {
                     {"compile_cached", report.compile_cached},
                     {"compile_ahead", report.compile_ahead},
                     {"run_seconds", report.run_seconds},
+                    {"runner_forked", report.runner_forked},
                     {"total_seconds", report.total_seconds}};
   if (report.speed.ran || !report.speed.note.empty()) {
     const auto& speed = report.speed;

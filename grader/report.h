@@ -62,6 +62,7 @@ struct GradeReport {
   bool compile_ahead = false;   // compiled by a compiler started before the save (grade watch)
   std::string sandbox;          // what isolated this grade (one line)
   double run_seconds = 0;
+  bool runner_forked = false;  // the runner was forked from one that had loaded LibTorch (zygote.h)
   double total_seconds = 0;
   double max_score = 0;  // what a full answer earns here: the weights of the checks in the score (verdict.h)
   std::vector<AttentionFigure> figures;  // drawn by the HTML report; computed only when asked for

@@ -379,6 +379,7 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built) {
 
 void sandbox_child(const SandboxStatus& sandbox, const Confinement& confinement, ChildSpec& spec) {
   spec.signal_in_exit_code = sandbox.namespaces;
+  spec.wrapper_processes = sandbox.namespaces ? 2 : 0;  // bwrap outside, and bwrap as the namespace's init
   spec.use_cgroup = !sandbox.cgroups.empty();
   spec.drop_to_nobody = sandbox.drop_to_nobody;
   if (!confinement.work_dir.empty()) spec.working_dir = confinement.work_dir;

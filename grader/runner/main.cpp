@@ -17,14 +17,18 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "op_recorder.h"
 #include "runner/blas_count.h"
 #include "runner/driver_api.h"
 #include "runner/heap.h"
 #include "runner/seccomp.h"
+#include "runner/zygote.h"
 #include "wire.h"
 
 namespace {
@@ -111,13 +115,11 @@ int64_t writable_bytes_of(const char* file) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  bool filter = argc == 3 && std::string(argv[1]) == "--seccomp";
-  if (argc != 2 && !filter) {
-    std::fprintf(stderr, "usage: grader-runner [--seccomp] SUBMISSION.so (request on fd 3, results on fd 4)\n");
-    return 64;
-  }
-  const char* submission_file = argv[argc - 1];
+// Runs the request on fd 3 against the shared object `submission_file`, the
+// results on fd 4 (a fresh runner's main, or a zygote's child: zygote.h).
+// `shown_name` stands for `submission_file` in what the grader is sent;
+// `object_fd`, where it is open, is closed once it is loaded.
+int grader::run_submission(const char* submission_file, const std::string& shown_name, bool filter, int object_fd) {
   // Private channel: move it off the well-known fd 4, to a descriptor learner
   // code cannot guess, before any learner code runs.
   std::random_device entropy;
@@ -180,10 +182,16 @@ int main(int argc, char** argv) {
   void* submission = dlopen(submission_file, RTLD_NOW | RTLD_LOCAL);
   if (!submission) {
     Record failure;
-    failure.strings["load_error"] = dlerror();
+    std::string error = dlerror();
+    for (size_t at = error.find(submission_file); at != std::string::npos && shown_name != submission_file;
+         at = error.find(submission_file, at + shown_name.size())) {
+      error.replace(at, std::strlen(submission_file), shown_name);
+    }
+    failure.strings["load_error"] = error;
     send(result_fd, {failure});
     return 0;
   }
+  if (object_fd >= 0) close(object_fd);
   auto run_case = reinterpret_cast<RunCase>(dlsym(submission, "grader_run_case"));
   if (!run_case) {
     Record failure;
@@ -243,4 +251,30 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   send(result_fd, responses);
   return 0;
+}
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: grader-runner [--seccomp] SUBMISSION.so   (request on fd 3, results on fd 4)\n"
+               "       grader-runner [--seccomp] --zygote        (spawn requests on fd 3: zygote_protocol.h)\n");
+  return 64;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const bool filter = !args.empty() && args.front() == "--seccomp";
+  if (filter) args.erase(args.begin());
+  if (args.size() != 1) return usage();
+  if (args.front() == "--zygote") {
+    // Ends without LibTorch's static destructors (a third of a second): the
+    // grader waits for its zygotes to end.
+    const int code = grader::serve_as_zygote(filter);
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return grader::run_submission(args.front().c_str(), args.front(), filter, -1);
 }

@@ -1,0 +1,170 @@
+#include "zygote.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "errors.h"
+
+namespace grader {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a zygote that is still loading LibTorch may take to answer its first spawn.
+constexpr double kFirstAnswerSeconds = 60;
+
+bool send_with_fds(int socket, const void* data, size_t size, const int* fds, int count) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * zygote::kFdCount)] = {};
+  iovec part{const_cast<void*>(data), size};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = CMSG_SPACE(sizeof(int) * static_cast<size_t>(count));
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int) * static_cast<size_t>(count));
+  std::memcpy(CMSG_DATA(header), fds, sizeof(int) * static_cast<size_t>(count));
+  ssize_t sent;
+  do {
+    sent = sendmsg(socket, &message, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  return sent == static_cast<ssize_t>(size);
+}
+
+// The child's hello and the credentials the kernel attached to it.
+bool receive_hello(int socket, double wait_seconds, zygote::Hello& hello, pid_t& pid) {
+  pollfd ready{socket, POLLIN, 0};
+  const int wait_ms = static_cast<int>(std::ceil(wait_seconds * 1000));
+  int polled;
+  do {
+    polled = poll(&ready, 1, wait_ms);
+  } while (polled < 0 && errno == EINTR);
+  if (polled <= 0) return false;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+  iovec part{&hello, sizeof hello};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  if (recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != static_cast<ssize_t>(sizeof hello)) return false;
+  if (hello.tag != zygote::Hello{}.tag) return false;
+  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_CREDENTIALS) {
+      ucred credentials;
+      std::memcpy(&credentials, CMSG_DATA(header), sizeof credentials);
+      pid = credentials.pid;
+      return pid > 0;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Zygote::Zygote(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::move(spec))) {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    throw GraderFault(std::string("cannot create the runner zygote's socket: ") + std::strerror(errno));
+  }
+  control_ = pair[0];
+  spec_->fd3 = pair[1];
+  outcome_ = std::async(std::launch::async, [spec = spec_.get()] {
+    auto outcome = run_child(*spec);
+    close(spec->fd3);
+    return outcome;
+  });
+}
+
+Zygote::~Zygote() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (control_ >= 0) close(control_);
+    control_ = -1;
+  }
+  try {
+    outcome_.get();
+  } catch (...) {  // it could not be started: nothing to stop
+  }
+}
+
+bool Zygote::alive() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !broken_ && outcome_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+}
+
+std::optional<Zygote::Child> Zygote::spawn(const zygote::SpawnRequest& request, const int (&given)[zygote::kFdCount],
+                                           double wait_seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (broken_ || control_ < 0 || outcome_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+    return std::nullopt;
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    throw GraderFault(std::string("cannot create a runner's status socket: ") + std::strerror(errno));
+  }
+  const int on = 1;
+  setsockopt(pair[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+  int fds[zygote::kFdCount];
+  std::copy(std::begin(given), std::end(given), fds);
+  fds[zygote::kStatus] = pair[1];
+  const bool sent = send_with_fds(control_, &request, sizeof request, fds, zygote::kFdCount);
+  close(pair[1]);
+  Child child;
+  child.status_fd = pair[0];
+  zygote::Hello hello;
+  if (!sent || !receive_hello(child.status_fd, std::max(wait_seconds, kFirstAnswerSeconds), hello, child.pid)) {
+    // Gone, or stuck: not used again (a child it forks late finds its status socket closed and ends).
+    broken_ = true;
+    close(child.status_fd);
+    return std::nullopt;
+  }
+  child.inherited_anon_bytes = hello.inherited_anon_bytes;
+  child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, child.pid, 0));
+  if (child.pidfd < 0) {
+    // Not this kernel (before 5.3): not used; the child waits for a go that never comes.
+    broken_ = true;
+    close(child.status_fd);
+    return std::nullopt;
+  }
+  return child;
+}
+
+namespace {
+
+std::mutex zygotes_mutex;
+// Never destroyed at exit (the threads they run on must not outlive what
+// they use): close_zygotes ends them.
+auto* zygotes = new std::map<std::string, std::shared_ptr<Zygote>>();
+
+}  // namespace
+
+std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::function<ChildSpec()>& start) {
+  const char* fresh = std::getenv("GRADER_FRESH_RUNNERS");
+  if (fresh && std::string(fresh) == "1") return nullptr;
+  std::lock_guard<std::mutex> lock(zygotes_mutex);
+  auto& zygote = (*zygotes)[view_key];
+  if (!zygote || !zygote->alive()) zygote = std::make_shared<Zygote>(start());
+  return zygote;
+}
+
+void close_zygotes() {
+  std::map<std::string, std::shared_ptr<Zygote>> ending;
+  {
+    std::lock_guard<std::mutex> lock(zygotes_mutex);
+    ending.swap(*zygotes);
+  }
+}
+
+}  // namespace grader

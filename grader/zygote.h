@@ -1,0 +1,71 @@
+// A runner that has loaded LibTorch once and forks one child per submission
+// (grader-runner --zygote; the protocol: zygote_protocol.h). Each child is
+// what a fresh runner is when its main starts: its own process group, cgroup,
+// limits, descriptors and system-call filter, in the sandbox the zygote was
+// started in (the runner's view without a scratch folder: the compiled object
+// arrives as a descriptor). LibTorch's start, about half a second of CPU, is
+// paid once per zygote instead of once per grade. run_child (process.h) uses
+// one where ChildSpec::zygote is set, and starts a fresh runner where the
+// zygote is gone.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "process.h"
+#include "zygote_protocol.h"
+
+namespace grader {
+
+class Zygote {
+ public:
+  // Starts `spec` (the sandboxed runner with --zygote) on a thread of its own;
+  // it gets the control socket as fd 3.
+  explicit Zygote(ChildSpec spec);
+  ~Zygote();  // closes the control socket: the zygote ends once its children have
+  Zygote(const Zygote&) = delete;
+  Zygote& operator=(const Zygote&) = delete;
+
+  bool alive() const;
+
+  // A child forked for one submission and stopped before its runner starts,
+  // waiting for go() (once the grader has put it in its cgroup).
+  struct Child {
+    pid_t pid = -1;         // in the grader's namespace (the kernel's word, not the child's)
+    int status_fd = -1;     // go() is sent here; the wait status arrives here
+    int pidfd = -1;         // signals reach this process, never a later one with its pid
+    uint64_t inherited_anon_bytes = 0;
+    bool lost = false;      // the zygote ended without its wait status (the grader's failure)
+  };
+  // Sends the request with its descriptors (in zygote::Fd's order, the
+  // status socket's end excepted: made here) and waits up to `wait_seconds`
+  // for the child's hello. nullopt: the zygote is gone or did not answer
+  // (nothing of it runs).
+  std::optional<Child> spawn(const zygote::SpawnRequest& request, const int (&fds)[zygote::kFdCount],
+                             double wait_seconds);
+
+ private:
+  std::unique_ptr<ChildSpec> spec_;
+  int control_ = -1;
+  std::future<ChildOutcome> outcome_;
+  mutable std::mutex mutex_;  // one spawn at a time on the control socket
+  bool broken_ = false;
+};
+
+// The zygote for a runner started as `runner` (ChildSpec of a fresh runner
+// of `view_key`'s sandbox): one per distinct key for the grader's life,
+// started on first use (`start` makes its spec). Null where zygotes are off
+// (GRADER_FRESH_RUNNERS=1 in the environment).
+std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::function<ChildSpec()>& start);
+
+// Ends every zygote (the grader's end).
+void close_zygotes();
+
+}  // namespace grader
