@@ -198,16 +198,18 @@ ChildSpec zygote_spec(const PreparedGrade& prepared, const SandboxStatus& sandbo
 // null on a GPU (a CUDA context does not survive a fork: each runner starts
 // its own) and where zygotes are off.
 std::shared_ptr<Zygote> runner_zygote(const PreparedGrade& prepared, const SandboxStatus& sandbox) {
-  if (prepared.target.on_gpu()) return nullptr;
+  // Siblings of one zygote share its process namespace: only the runner's
+  // filter keeps them from signalling each other.
+  if (prepared.target.on_gpu() || !sandbox.seccomp) return nullptr;
   auto spec = zygote_spec(prepared, sandbox);
   // What the zygote saw when it started: a rebuilt runner, driver or
   // precompiled header (a stamp of prepared.inputs) needs a new one.
-  std::string key;
+  std::string key, stamps;
   for (const auto& arg : spec.argv) key += arg + '\n';
   key += spec.launcher_args + '\n' + std::to_string(spec.drop_to_nobody) + std::to_string(spec.use_cgroup) + '\n';
   for (const auto& [file, time] : prepared.inputs)
-    key += file.string() + '@' + std::to_string(time.time_since_epoch().count()) + '\n';
-  return zygote_for(key, [&spec] { return spec; });
+    stamps += file.string() + '@' + std::to_string(time.time_since_epoch().count()) + '\n';
+  return zygote_for(key, stamps, [&spec] { return spec; });
 }
 
 }  // namespace

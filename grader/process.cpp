@@ -179,15 +179,9 @@ std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, P
     close(child->pidfd);
     throw GraderFault(why);
   };
-  {
-    std::lock_guard<std::mutex> lock(children_mutex);
-    if (stop_requested()) refuse("the grade was stopped");
-    active_children.insert(child->pid);
-  }
-  auto unregister = [&] {
-    std::lock_guard<std::mutex> lock(children_mutex);
-    active_children.erase(child->pid);
-  };
+  // Not registered for kill_active_children (its pid is not held for it once
+  // the zygote reaps it): a stop kills the zygote, and the child with it.
+  if (stop_requested()) refuse("the grade was stopped");
   if (spec.use_cgroup) {
     // A fresh runner's cgroup holds LibTorch's start (the private memory the
     // child shares with the zygote) and the sandbox's own processes: the
@@ -202,7 +196,6 @@ std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, P
     std::string why;
     cgroup = Cgroup::create(limits, &why);
     if (!cgroup) {
-      unregister();
       refuse("cannot create a cgroup for the child: " + why);
     }
     for (const auto& file : cgroup->procs_files()) {
@@ -211,7 +204,6 @@ std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, P
       const bool joined = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
       if (fd >= 0) close(fd);
       if (!joined) {
-        unregister();
         refuse("cannot move the runner's child into its cgroup (" + file + "): " + std::strerror(errno));
       }
     }
@@ -353,6 +345,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
     }
     active_children.insert(pid);
     registering.unlock();
+    if (spec.started) spec.started(pid);
     // Also from this side, so the group exists before any kill below.
     setpgid(pid, pid);
   }
@@ -375,6 +368,8 @@ ChildOutcome run_child(const ChildSpec& spec) {
   bool waiting_for_request = deferred;
   int status = 0;
   bool reaped = false;
+  // A zygote's child's CPU counts LibTorch's start, as a fresh runner's does.
+  const double cpu_before = forked ? forked->start_cpu_seconds : 0;
   // A zygote's child is not ours to wait for: the zygote sends its wait status.
   auto check_ended = [&](bool block) {
     if (reaped) return;
@@ -409,7 +404,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
     }
     // The cgroup's CPU counter covers every thread and process of the child
     // (before a deferred request arrives no learner code has run: not read).
-    if (cgroup && !reaped && !waiting_for_request && cgroup->cpu_seconds() > spec.limits.cpu_seconds) {
+    if (cgroup && !reaped && !waiting_for_request && cgroup->cpu_seconds() + cpu_before > spec.limits.cpu_seconds) {
       outcome.cpu_exceeded = outcome.timed_out = true;
       break;
     }
@@ -458,7 +453,6 @@ ChildOutcome run_child(const ChildSpec& spec) {
     // By its pidfd: once reaped, its pid may be another process's. It never
     // forks (its filter), and its cgroup holds whatever else it started.
     if (!reaped) {
-      kill(-pid, SIGKILL);
       syscall(SYS_pidfd_send_signal, forked->pidfd, SIGKILL, nullptr, 0);
       check_ended(true);
     }
@@ -471,13 +465,13 @@ ChildOutcome run_child(const ChildSpec& spec) {
   }
   if (cgroup) {
     cgroup->kill_all();
-    outcome.cpu_seconds = cgroup->cpu_seconds();
+    outcome.cpu_seconds = cgroup->cpu_seconds() + cpu_before;
     outcome.memory_exceeded = cgroup->oom_kills() > 0;
     outcome.process_cap_hit = cgroup->process_cap_hits() > 0;
     if (outcome.cpu_seconds > spec.limits.cpu_seconds) outcome.cpu_exceeded = outcome.timed_out = true;
   }
   for (int* fd : {&out.read, &err.read, &request.write, &result.read}) close_fd(*fd);
-  {
+  if (!forked) {
     std::lock_guard<std::mutex> lock(children_mutex);
     active_children.erase(pid);
   }
@@ -493,7 +487,9 @@ ChildOutcome run_child(const ChildSpec& spec) {
   outcome.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
-  if (spec.signal_in_exit_code && !forked && outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
+  // (A zygote's child is read the same way: exit status 152 means what it
+  // would have meant from a fresh runner.)
+  if (spec.signal_in_exit_code && outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
     outcome.term_signal = outcome.exit_code - 128;
     outcome.exit_code = -1;
   }

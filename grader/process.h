@@ -4,7 +4,10 @@
 // measurements; the child's exit status is only one of them.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -77,6 +80,8 @@ struct ChildSpec {
   // Given to the child as fd 3 instead of a request (a zygote's control
   // socket); run_child closes it once the child has it.
   int fd3 = -1;
+  // Called with the child's pid once it is started (not for a zygote's child).
+  std::function<void(pid_t)> started;
   // Where set, the child is forked by this zygote (zygote.h) and loads
   // `zygote_object`; `argv` (a fresh runner) runs where the zygote is gone.
   std::shared_ptr<Zygote> zygote;

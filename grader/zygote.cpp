@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 
 #include "errors.h"
@@ -81,10 +83,13 @@ Zygote::Zygote(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::move(spe
   }
   control_ = pair[0];
   spec_->fd3 = pair[1];
-  outcome_ = std::async(std::launch::async, [spec = spec_.get()] {
-    auto outcome = run_child(*spec);
-    close(spec->fd3);
-    return outcome;
+  spec_->started = [this](pid_t pid) { pid_ = pid; };
+  outcome_ = std::async(std::launch::async, [this] {
+    struct Ended {  // also when run_child throws
+      std::atomic<bool>& ended;
+      ~Ended() { ended = true; }
+    } mark{ended_};
+    return run_child(*spec_);  // it closes fd3, the zygote's end of the socket
   });
 }
 
@@ -94,22 +99,24 @@ Zygote::~Zygote() {
     if (control_ >= 0) close(control_);
     control_ = -1;
   }
+  // It ends at once once its children have; one that does not is killed
+  // (still run_child's child, unreaped: its pid is its own).
+  if (outcome_.valid() && outcome_.wait_for(std::chrono::seconds(5)) != std::future_status::ready && pid_ > 0) {
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+  }
   try {
     outcome_.get();
   } catch (...) {  // it could not be started: nothing to stop
   }
 }
 
-bool Zygote::alive() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return !broken_ && outcome_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
-}
+bool Zygote::alive() const { return !broken_ && !ended_; }
 
 std::optional<Zygote::Child> Zygote::spawn(const zygote::SpawnRequest& request, const int (&given)[zygote::kFdCount],
                                            double wait_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (broken_ || control_ < 0 || outcome_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
-    return std::nullopt;
+  if (broken_ || ended_ || control_ < 0) return std::nullopt;
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     throw GraderFault(std::string("cannot create a runner's status socket: ") + std::strerror(errno));
@@ -131,6 +138,7 @@ std::optional<Zygote::Child> Zygote::spawn(const zygote::SpawnRequest& request, 
     return std::nullopt;
   }
   child.inherited_anon_bytes = hello.inherited_anon_bytes;
+  child.start_cpu_seconds = std::clamp(hello.start_cpu_seconds, 0.0, 60.0);
   child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, child.pid, 0));
   if (child.pidfd < 0) {
     // Not this kernel (before 5.3): not used; the child waits for a go that never comes.
@@ -146,21 +154,32 @@ namespace {
 std::mutex zygotes_mutex;
 // Never destroyed at exit (the threads they run on must not outlive what
 // they use): close_zygotes ends them.
-auto* zygotes = new std::map<std::string, std::shared_ptr<Zygote>>();
+// By the view a zygote was started in; with the stamps of the files it loaded
+// (a rebuild replaces it).
+auto* zygotes = new std::map<std::string, std::pair<std::shared_ptr<Zygote>, std::string>>();
 
 }  // namespace
 
-std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::function<ChildSpec()>& start) {
+std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::string& stamps,
+                                   const std::function<ChildSpec()>& start) {
   const char* fresh = std::getenv("GRADER_FRESH_RUNNERS");
   if (fresh && std::string(fresh) == "1") return nullptr;
-  std::lock_guard<std::mutex> lock(zygotes_mutex);
-  auto& zygote = (*zygotes)[view_key];
-  if (!zygote || !zygote->alive()) zygote = std::make_shared<Zygote>(start());
-  return zygote;
+  std::shared_ptr<Zygote> replaced;  // ended outside the lock (it may take moments)
+  std::unique_lock<std::mutex> lock(zygotes_mutex);
+  auto& [zygote, seen] = (*zygotes)[view_key];
+  if (!zygote || !zygote->alive() || seen != stamps) {
+    replaced = std::move(zygote);
+    zygote = std::make_shared<Zygote>(start());
+    seen = stamps;
+  }
+  auto chosen = zygote;
+  lock.unlock();
+  replaced.reset();
+  return chosen;
 }
 
 void close_zygotes() {
-  std::map<std::string, std::shared_ptr<Zygote>> ending;
+  std::map<std::string, std::pair<std::shared_ptr<Zygote>, std::string>> ending;
   {
     std::lock_guard<std::mutex> lock(zygotes_mutex);
     ending.swap(*zygotes);

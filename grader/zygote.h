@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -42,6 +43,7 @@ class Zygote {
     int status_fd = -1;     // go() is sent here; the wait status arrives here
     int pidfd = -1;         // signals reach this process, never a later one with its pid
     uint64_t inherited_anon_bytes = 0;
+    double start_cpu_seconds = 0;  // counted as the child's: a fresh runner's CPU holds LibTorch's start
     bool lost = false;      // the zygote ended without its wait status (the grader's failure)
   };
   // Sends the request with its descriptors (in zygote::Fd's order, the
@@ -55,15 +57,20 @@ class Zygote {
   std::unique_ptr<ChildSpec> spec_;
   int control_ = -1;
   std::future<ChildOutcome> outcome_;
-  mutable std::mutex mutex_;  // one spawn at a time on the control socket
-  bool broken_ = false;
+  std::mutex mutex_;  // one spawn at a time on the control socket
+  std::atomic<bool> broken_{false};  // stopped answering: not used again
+  std::atomic<bool> ended_{false};   // its process ended (or never started)
+  std::atomic<pid_t> pid_{-1};       // the process run_child started (bwrap, or the runner)
 };
 
 // The zygote for a runner started as `runner` (ChildSpec of a fresh runner
 // of `view_key`'s sandbox): one per distinct key for the grader's life,
 // started on first use (`start` makes its spec). Null where zygotes are off
 // (GRADER_FRESH_RUNNERS=1 in the environment).
-std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::function<ChildSpec()>& start);
+// A zygote of the same view with other stamps (`stamps`: the files it loaded,
+// with their times) is replaced.
+std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::string& stamps,
+                                   const std::function<ChildSpec()>& start);
 
 // Ends every zygote (the grader's end).
 void close_zygotes();

@@ -37,6 +37,7 @@ struct SpawnRequest {
 struct Hello {
   char tag = 'h';
   uint64_t inherited_anon_bytes = 0;  // the zygote's private memory the child shares (RssAnon at fork)
+  double start_cpu_seconds = 0;       // the CPU the zygote's start took (a fresh runner's count holds it)
 };
 
 constexpr char kGo = 'g';

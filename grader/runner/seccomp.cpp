@@ -82,6 +82,17 @@ std::string install_seccomp_filter() {
   failures += seccomp_rule_add(filter, kill, SCMP_SYS(rt_sigqueueinfo), 1, SCMP_A0(SCMP_CMP_NE, self)) != 0;
   failures += seccomp_rule_add(filter, kill, SCMP_SYS(rt_tgsigqueueinfo), 1, SCMP_A0(SCMP_CMP_NE, self)) != 0;
   for (const char* name : {"tkill", "pidfd_open", "pidfd_send_signal", "setpriority", "ioprio_set"}) deny(name);
+  // Nor can it change a process's limits, scheduling or CPUs but through pid
+  // 0, itself, as the C library does (between processes of one user the kernel
+  // allows it; a runner's siblings, forked by the same zygote, and the zygote
+  // itself would suffer or inherit them): refused with "operation not permitted".
+  const uint32_t refused = SCMP_ACT_ERRNO(EPERM);
+  failures += seccomp_rule_add(filter, refused, SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_NE, 0),
+                               SCMP_A2(SCMP_CMP_NE, 0)) != 0;  // reading limits stays allowed
+  for (const char* name : {"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"}) {
+    int call = seccomp_syscall_resolve_name(name);
+    if (call != __NR_SCMP_ERROR) failures += seccomp_rule_add(filter, refused, call, 1, SCMP_A0(SCMP_CMP_NE, 0)) != 0;
+  }
 
   // No file is created, changed or removed, and no IPC object made: the code
   // being graded needs none of its own, and so it can neither fill a disk, nor

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -90,7 +92,7 @@ void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
 
 // The forked child: made what a fresh runner is at its main, then the runner.
 [[noreturn]] void become_runner(const zygote::SpawnRequest& request, int (&fds)[zygote::kFdCount], bool filter,
-                                pid_t zygote_pid) {
+                                pid_t zygote_pid, double start_cpu_seconds) {
   signal(SIGCHLD, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -118,12 +120,14 @@ void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
   constexpr int kStatusFd = 6;
   zygote::Hello hello;
   hello.inherited_anon_bytes = anonymous_bytes();
+  hello.start_cpu_seconds = start_cpu_seconds;
   if (send(kStatusFd, &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello)) _exit(125);
   char go = 0;
   if (recv(kStatusFd, &go, 1, 0) != 1 || go != zygote::kGo) _exit(125);
   close(kStatusFd);
 
-  set_limit(RLIMIT_CPU, request.cpu_seconds, 2);
+  // Its CPU limit less the zygote's start, which a fresh runner spends under its own.
+  set_limit(RLIMIT_CPU, static_cast<rlim_t>(std::max(1.0, std::ceil(request.cpu_seconds - start_cpu_seconds))), 2);
   set_limit(RLIMIT_FSIZE, request.file_size_bytes);
   set_limit(RLIMIT_CORE, 0);
   if (request.address_space_bytes > 0) set_limit(RLIMIT_AS, request.address_space_bytes);
@@ -135,6 +139,11 @@ void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
 }  // namespace
 
 int serve_as_zygote(bool filter) {
+  // What loading LibTorch cost this process, up to here.
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double start_cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                                   static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   sigset_t child_ended;
   sigemptyset(&child_ended);
   sigaddset(&child_ended, SIGCHLD);
@@ -183,7 +192,7 @@ int serve_as_zygote(bool filter) {
     if (pid == 0) {
       close(kControl);
       close(ended_fd);
-      become_runner(request, fds, filter, self);
+      become_runner(request, fds, filter, self, start_cpu_seconds);
     }
     if (pid > 0) {
       status_socket[pid] = fds[Fd::kStatus];
