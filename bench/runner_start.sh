@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What forking runners from a zygote saves (grader/zygote.h): one exercise's
 # accepted and wrong corpus graded as one batch (compiled code cached, so the
-# runs are what is timed), with a fresh runner per grade (the default,
+# runs are what is timed), with a fresh runner per grade (GRADER_FRESH_RUNNERS=1,
 # the baseline) and with runners forked from a zygote, alternated, N runs each.
 # Prints the median wall and CPU seconds of each and their ratio, and whether
 # every verdict and missed set agreed.
@@ -24,7 +24,7 @@ for file in "$root/tests/submissions/$exercise"/{accepted,wrong}/*.cpp; do args+
 median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 grade_once() {  # LABEL FRESH(0|1) RUN
   local out="$work/$1-$3.json"
-  GRADER_ZYGOTE=$((1 - $2)) /usr/bin/time -f "%e %U %S" -o "$work/$1-$3.time" \
+  GRADER_FRESH_RUNNERS=$2 /usr/bin/time -f "%e %U %S" -o "$work/$1-$3.time" \
     "$root/grade" "$exercise" "${args[@]}" --jobs "$jobs" --format json --color never >"$out" 2>/dev/null || true
   python3 -c '
 import json, sys

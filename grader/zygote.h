@@ -65,8 +65,8 @@ class Zygote {
 
 // The zygote for a runner started as `runner` (ChildSpec of a fresh runner
 // of `view_key`'s sandbox): one per distinct key for the grader's life,
-// started on first use (`start` makes its spec). Null unless GRADER_ZYGOTE=1
-// is in the environment (experimental: see zygote_for).
+// started on first use (`start` makes its spec). Null where zygotes are off
+// (GRADER_FRESH_RUNNERS=1 in the environment).
 // A zygote of the same view with other stamps (`stamps`: the files it loaded,
 // with their times) is replaced.
 std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::string& stamps,

@@ -8,7 +8,7 @@
 #   tests/runner_zygote_test.sh ROOT BUILD
 set -uo pipefail
 root=$1 build=$2
-export GRADER_ZYGOTE=1  # experimental, off by default (grader/zygote.cpp)
+unset GRADER_FRESH_RUNNERS
 grade=("$build/grader/grade" --root "$root" --build-dir "$build")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -20,7 +20,7 @@ files=("$root/solutions/exercise_sdpa/sdpa.cpp" "$sdpa/wrong/mask_inverted.cpp" 
 args=()
 for file in "${files[@]}"; do args+=(--submission "$file"); done
 "${grade[@]}" exercise_sdpa "${args[@]}" --jobs 2 --time-limit 5 --format json --color never >"$work/forked.json" 2>"$work/err"
-GRADER_ZYGOTE=0 "${grade[@]}" exercise_sdpa "${args[@]}" --jobs 2 --time-limit 5 --format json --color never \
+GRADER_FRESH_RUNNERS=1 "${grade[@]}" exercise_sdpa "${args[@]}" --jobs 2 --time-limit 5 --format json --color never \
   >"$work/fresh.json" 2>>"$work/err"
 python3 - "$work/forked.json" "$work/fresh.json" <<'PY' || fail "$(head -c 3000 "$work/err")"
 import json, sys
