@@ -72,6 +72,9 @@ class Zygote {
 std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::string& stamps,
                                    const std::function<ChildSpec()>& start);
 
+// Whether runners may be forked at all here (not with GRADER_FRESH_RUNNERS=1).
+bool zygotes_enabled();
+
 // Ends every zygote (the grader's end).
 void close_zygotes();
 

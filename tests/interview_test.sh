@@ -17,9 +17,11 @@ fail() {
   echo "FAILED: $*"
   echo "--- screen:"
   tmux capture-pane -p -t "$session" 2>/dev/null | tail -30
+  # What the pane printed, also where its session is gone (tmux pipe-pane).
+  [[ -s $work/pane.log ]] && { echo "--- pane log (last 40 lines):"; tail -40 "$work/pane.log"; }
   exit 1
 }
-screen() { tmux capture-pane -p -J -S -400 -t "$session"; }
+screen() { tmux capture-pane -p -J -S -400 -t "$session" 2>/dev/null; }
 wait_for() {
   for _ in $(seq $((${2:-60} * 4))); do
     screen | grep -q -- "$1" && return 0
@@ -35,6 +37,7 @@ cp "$root/tests/submissions/exercise_mhsa/wrong/no_scaling.cpp" "$wrong"
 tmux new-session -d -s "$session" -x 160 -y 50 \
   "GRADE_PROGRESS=$GRADE_PROGRESS $(printf '%q ' "${grade[@]}" interview exercise_mhsa --submission "$wrong" \
     --minutes 5); echo INTERVIEW-EXITED-\$?; sleep 60"
+tmux pipe-pane -t "$session" -o "cat >>$(printf '%q' "$work/pane.log")"
 wait_for "Type 'submit'" || fail "the interview did not start"
 screen | grep -q "5:00" || fail "the time allowed was not shown"
 screen | grep -q "Implement" || fail "the task was not shown"
