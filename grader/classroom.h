@@ -1,4 +1,4 @@
-// Grading a class (README: "Grading a class"): the (student, exercise) items
+// Grading a class (docs/teaching.md): the (student, exercise) items
 // of a class folder, the share of them one shard grades, the result file each
 // item's grade leaves (a retried shard rewrites it, never adds a second), the
 // manifest a finished shard leaves, and the merge of every shard's results

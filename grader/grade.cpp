@@ -47,7 +47,7 @@ Target resolve_target(const std::string& device) {
   }
   std::string why;
   if (!at::hasCUDA()) {
-    why = "this LibTorch is built without CUDA (Debian's is CPU-only; README: grading on a GPU)";
+    why = "this LibTorch is built without CUDA (Debian's is CPU-only; docs/gpu.md)";
   } else if (torch::cuda::device_count() == 0) {
     why = "no CUDA device is visible";
   }
@@ -536,8 +536,8 @@ struct GradeInProgress {
     if (tally.verdict == Verdict::not_assessed) {
       return finish(Verdict::not_assessed,
                     fmt::format("Not assessed here: {} check(s) need a GPU to run your code ({}); nothing was found "
-                                "wrong, and nothing was shown to work. Grade it on a machine with a GPU (README: "
-                                "grading on a GPU).",
+                                "wrong, and nothing was shown to work. Grade it on a machine with a GPU "
+                                "(docs/gpu.md).",
                                 tally.gpu_skipped, report.no_gpu));
     }
     if (tally.verdict == Verdict::passed && tally.gpu_skipped == 0) {

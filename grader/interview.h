@@ -1,4 +1,4 @@
-// Mock interviews (README: Mock interviews): `grade interview [EXERCISE]`
+// Mock interviews (docs/learning.md: Mock interviews): `grade interview [EXERCISE]`
 // runs one as an interviewer would: the task and a clock, a grade on submit
 // (or at the deadline), then follow-up questions chosen from what the grade
 // found, each answered and explained; the whole is appended to the learner's

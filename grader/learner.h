@@ -1,4 +1,4 @@
-// The learner's commands around a grade (README: Using it): the exercises in
+// The learner's commands around a grade (docs/learning.md): the exercises in
 // learning order with their progress, hints, the model solution once passed,
 // and a reset to the starter that keeps a backup. Each returns the exit status.
 #pragma once

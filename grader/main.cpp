@@ -634,7 +634,7 @@ static int run(int argc, char** argv) {
     if (!options.sandbox.isolating()) {
       if (options.sandbox.mode == grader::SandboxMode::strict) {
         throw grader::GraderFault("--sandbox strict: cannot isolate learner code here: " + options.sandbox.describe() +
-                                  " (README: Sandbox)");
+                                  " (docs/sandbox.md)");
       }
       std::cerr << "grade: notice: " << options.sandbox.describe() << "\n";
     }

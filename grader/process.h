@@ -23,7 +23,7 @@ struct ChildLimits {
   double cpu_seconds = 120;
   size_t output_bytes = 64 * 1024;         // per stream: stdout, stderr
   size_t result_bytes = 64 * 1024 * 1024;  // the private result channel
-  size_t address_space_bytes = 0;          // 0: no limit (a backstop only, see README)
+  size_t address_space_bytes = 0;          // 0: no limit (a backstop only, see docs/sandbox.md)
   size_t file_size_bytes = 64 * 1024 * 1024;
   size_t memory_bytes = 0;            // cgroup memory limit; 0: none
   int processes = 0;                  // cgroup cap on processes and threads; 0: none

@@ -1,6 +1,6 @@
 // The learner's progress: per exercise, not started / failing / passed / not assessed and
 // the focus points still missed, kept in one JSON file that every grade of
-// the learner's own file updates (README: Your progress). Updates are
+// the learner's own file updates (docs/learning.md). Updates are
 // read-modify-write under a lock, and the file is replaced whole (written
 // beside it, synced, renamed over it), so an interrupted grade leaves the
 // previous progress, never half a file.

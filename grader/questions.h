@@ -1,4 +1,4 @@
-// The follow-up questions of a mock interview (README: Mock interviews): an
+// The follow-up questions of a mock interview (docs/learning.md: Mock interviews): an
 // exercise's questions.yaml, beside its exercise.yaml. Every question belongs
 // to a focus point and has exactly one checkable answer: a choice (a letter),
 // a number or a shape computed by the grader from an expression over named

@@ -372,7 +372,7 @@ SandboxStatus detect_sandbox(SandboxMode mode, bool seccomp_built) {
   if (!status.namespaces) {
     auto reason = outcome.stderr_text.substr(0, outcome.stderr_text.find('\n'));
     status.problems.push_back("bwrap cannot create namespaces here (" +
-                              (reason.empty() ? outcome.describe_end() : reason) + "; see README: Sandbox)");
+                              (reason.empty() ? outcome.describe_end() : reason) + "; see docs/sandbox.md)");
   }
   return status;
 }

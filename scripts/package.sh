@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a grading platform runs, for some exercises (README: Grading on
+# What a grading platform runs, for some exercises (docs/teaching.md: grading on
 # platforms). `grade package` calls this:
 #
 #   scripts/package.sh gradescope|exercism|prairielearn EXERCISE... --to DIR [-- grade options]

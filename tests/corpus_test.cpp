@@ -158,7 +158,7 @@ int exit_status_of(const std::string& verdict) {
                                      : 1;
 }
 
-// README: a batch exits with its worst status: 3, then 2, then 1, then 4
+// docs/reports.md: a batch exits with its worst status: 3, then 2, then 1, then 4
 // (not assessed here), then 0.
 int worse_status(int a, int b) {
   auto rank = [](int code) { return code == 4 ? 1 : code == 0 ? 0 : code + 1; };

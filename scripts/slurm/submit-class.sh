@@ -5,7 +5,7 @@
 #   scripts/slurm/submit-class.sh [--shards N] [--cpus-per-task C] \
 #       CLASS_DIR RESULTS_DIR GRADEBOOK_DIR [-- grade options, e.g. --sandbox strict]
 #
-# CLASS_DIR holds one folder per student (README: Grading a class). All three
+# CLASS_DIR holds one folder per student (docs/teaching.md). All three
 # folders and this checkout must be on a file system the compute nodes share.
 # sbatch's own environment variables pass through (SBATCH_PARTITION,
 # SBATCH_ACCOUNT, SBATCH_TIMELIMIT, ...). Prints the two job ids; the merge
