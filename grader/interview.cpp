@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -19,7 +20,9 @@
 #include "errors.h"
 #include "exercise.h"
 #include "formats.h"
+#include "learner.h"
 #include "questions.h"
+#include "statement.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -85,22 +88,76 @@ std::string clock_text(double seconds) {
   return fmt::format("{}:{:02}", whole / 60, whole % 60);
 }
 
-// The statement's "## The task" section, else its first paragraphs.
-std::string task_of(const Exercise& exercise) {
+// The statement as an interview shows it: without what the grader checks (statement.h).
+std::string statement_of(const Exercise& exercise) {
   std::ifstream in(exercise.dir / "README.md");
-  std::string line, task;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) {
-      if (inside) break;
-      inside = line == "## The task";
-      continue;
-    }
-    if (inside) task += line + "\n";
-  }
-  return task;
+  std::stringstream text;
+  text << in.rdbuf();
+  return statement_text(text.str(), exercise.id, false);
 }
 
+// A fresh copy of the exercise's starter for one interview, in
+// <progress folder>/interviews/<exercise>-<date>-<time>/.
+fs::path start_attempt(const fs::path& record_file, const Exercise& exercise) {
+  const auto& name = exercise.learner_files.front();
+  const auto starter = exercise.dir / ".starter" / name;
+  std::ifstream in(starter, std::ios::binary);
+  if (!in) throw GraderFault("no starter to start the interview from: " + starter.string() + " is missing");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  const auto base = record_file.parent_path() / "interviews";
+  auto folder = base / (exercise.id + "-" + stamp);
+  for (int n = 2; fs::exists(folder); ++n) folder = base / fmt::format("{}-{}-{}", exercise.id, stamp, n);
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error) throw UsageError("cannot make the interview's folder " + folder.string() + ": " + error.message());
+  write_report_file(folder / name, text.str());
+  return folder / name;
+}
+
+// An attempt still the starter, byte for byte, goes with its folder (a quit
+// interview leaves nothing behind).
+void remove_if_untouched(const std::optional<fs::path>& attempt, const Exercise& exercise) {
+  if (!attempt) return;
+  std::ifstream in(*attempt, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || !is_starter(exercise, attempt->filename().string(), text.str())) return;
+  std::error_code error;
+  fs::remove_all(attempt->parent_path(), error);
+}
+
+// After an interview from a blank page: the attempt becomes the learner's
+// file only when they say so, their file saved to a backup first.
+void offer_to_keep(const fs::path& attempt, const Exercise& exercise, const fs::path& root, Lines& input,
+                   std::ostream& out) {
+  const auto mine = exercise.learner_file();
+  out << "\nKeep this attempt as your " << mine.string() << "? Your file is saved to a backup first. [y/N] "
+      << std::flush;
+  auto answer = input.next();
+  if (answer && input.from_file()) out << *answer << "\n";
+  if (!answer || (*answer != "y" && *answer != "yes")) {
+    out << "Your attempt stays in " << attempt.string() << "; your own file is untouched.\n";
+    return;
+  }
+  std::ifstream in(attempt, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::ifstream old_in(mine, std::ios::binary);
+  if (old_in) {
+    std::stringstream old_text;
+    old_text << old_in.rdbuf();
+    out << "Your file is saved as " << save_backup(root, exercise, mine.filename().string(), old_text.str()).string()
+        << "\n";
+  }
+  write_report_file(mine, text.str());
+  out << "Your attempt is now " << mine.string() << ".\n";
+}
 // Per focus point of one exercise, across its interviews (oldest first).
 struct Readiness {
   int interviews = 0, missed = 0, asked = 0, right = 0;
@@ -198,6 +255,12 @@ int interview(GradeOptions options, const InterviewOptions& how, std::ostream& o
   }
   const auto exercise = load_exercise(find_exercise_dir(options.project_root / "exercises", options.exercise));
   const auto bank = load_questions(exercise);
+  // A blank page: the interview's own copy of the starter, the learner's file untouched.
+  std::optional<fs::path> attempt;
+  if (!options.submission && !how.resume) {
+    attempt = start_attempt(record_file, exercise);
+    options.submission = *attempt;
+  }
   const auto file = options.submission ? *options.submission : exercise.learner_file();
 
   Lines input(how.answers);
@@ -209,8 +272,11 @@ int interview(GradeOptions options, const InterviewOptions& how, std::ostream& o
   record.minutes = how.minutes;
 
   out << "\n== Mock interview: " << exercise.title << " (" << exercise.id << ") ==\n"
-      << task_of(exercise) << "The whole statement: " << (exercise.dir / "README.md").string() << "\n"
-      << "Your file: " << file.string() << "\n\n"
+      << statement_of(exercise) << "\n"
+      << (attempt ? "Your file for this interview: " + file.string() +
+                        "\n(a fresh copy of the starter; your own " + exercise.learner_file().string() +
+                        " is untouched, and --resume works on it instead)\n\n"
+                  : "Your file: " + file.string() + "\n\n")
       << fmt::format("You have {}. Type 'submit' when you are ready, 'time' for the time left, 'quit' to stop.\n",
                      clock_text(how.minutes * 60))
       << std::flush;
@@ -237,6 +303,7 @@ int interview(GradeOptions options, const InterviewOptions& how, std::ostream& o
     }
     if (*line == "submit") break;
     if (*line == "quit") {
+      remove_if_untouched(attempt, exercise);
       out << "Interview stopped; nothing recorded.\n";
       return 0;
     }
@@ -295,6 +362,7 @@ int interview(GradeOptions options, const InterviewOptions& how, std::ostream& o
                      clock_text(record.seconds_used), clock_text(how.minutes * 60),
                      record.timed_out ? " (time ran out)" : "", right, chosen.size())
       << "Recorded in " << record_file.string() << "; 'grade interview --report' shows your readiness.\n";
+  if (attempt) offer_to_keep(*attempt, exercise, options.project_root, input, out);
   return exit_code_for(report.verdict);
 }
 

@@ -26,6 +26,9 @@ struct InterviewOptions {
   std::optional<std::filesystem::path> answers;
   bool color = false;
   bool record_grade = true;  // the learner's own file: its grade updates `grade list` too
+  // The learner's own file as it is (otherwise, without a --submission, the
+  // interview starts from a blank page: a fresh copy of the starter).
+  bool resume = false;
 };
 
 // Runs one interview on options.exercise; empty: the exercise the record

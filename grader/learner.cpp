@@ -14,6 +14,7 @@
 #include "exercise.h"
 #include "formats.h"
 #include "progress.h"
+#include "statement.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -62,6 +63,15 @@ int list(const fs::path& root) {
 
 // `grade hint EXERCISE [--focus ID]`: the next hint, least detail first; for
 // the focus points the last grade missed first, in the exercise's order.
+int show(const fs::path& root, const std::vector<std::string>& paths, bool checks) {
+  auto exercise = named_exercise(root, paths, "show");
+  const auto file = exercise.dir / "README.md";
+  auto text = read_whole(file);
+  if (!text) throw GraderFault("cannot read " + file.string());
+  std::cout << statement_text(*text, exercise.id, checks);
+  return 0;
+}
+
 int hint(const fs::path& root, const std::vector<std::string>& paths, const std::string& focus) {
   auto exercise = named_exercise(root, paths, "hint");
   const auto file = progress_file(root);
@@ -139,6 +149,22 @@ int solution(const fs::path& root, const std::vector<std::string>& paths, bool r
   return 0;
 }
 
+fs::path save_backup(const fs::path& root, const Exercise& exercise, const std::string& name, const std::string& text) {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  const auto folder = progress_file(root).parent_path() / "backups" / exercise.id;
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error) throw UsageError("cannot save your file to " + folder.string() + ": " + error.message());
+  auto backup = folder / (name + "." + stamp);
+  for (int n = 2; fs::exists(backup); ++n) backup = folder / fmt::format("{}.{}-{}", name, stamp, n);
+  write_report_file(backup, text);
+  return backup;
+}
+
 int reset(const fs::path& root, const std::vector<std::string>& paths) {
   auto exercise = named_exercise(root, paths, "reset");
   const auto& name = exercise.learner_files.front();
@@ -153,18 +179,7 @@ int reset(const fs::path& root, const std::vector<std::string>& paths) {
   }
   if (yours) {
     // Saved first, whole; the starter goes back only once the copy is safe.
-    std::time_t now = std::time(nullptr);
-    std::tm local{};
-    localtime_r(&now, &local);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-    const auto folder = progress_file(root).parent_path() / "backups" / exercise.id;
-    std::error_code error;
-    fs::create_directories(folder, error);
-    if (error) throw UsageError("cannot save your file to " + folder.string() + ": " + error.message());
-    auto backup = folder / (name + "." + stamp);
-    for (int n = 2; fs::exists(backup); ++n) backup = folder / fmt::format("{}.{}-{}", name, stamp, n);
-    write_report_file(backup, *yours);
+    const auto backup = save_backup(root, exercise, name, *yours);
     std::cout << "Your " << fs::relative(file, root).string() << " is saved as " << backup.string() << "\n";
   }
   write_report_file(file, *starter);

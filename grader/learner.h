@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+
+#include "exercise.h"
 #include <string>
 #include <vector>
 
@@ -11,10 +13,18 @@ namespace grader {
 
 // `grade list`
 int list(const std::filesystem::path& root);
+// `grade show EXERCISE [--checks]`: the statement, without what is checked
+// unless `checks` (statement.h).
+int show(const std::filesystem::path& root, const std::vector<std::string>& paths, bool checks);
 // `grade hint EXERCISE [--focus ID]`
 int hint(const std::filesystem::path& root, const std::vector<std::string>& paths, const std::string& focus);
 // `grade solution EXERCISE [--reveal]`
 int solution(const std::filesystem::path& root, const std::vector<std::string>& paths, bool reveal);
+// Saves `text`, the learner's file `name` of `exercise`, whole to a
+// timestamped backup (<progress folder>/backups/<exercise>/<name>.<date>-<time>,
+// never over another) and returns its path. Throws UsageError if it cannot.
+std::filesystem::path save_backup(const std::filesystem::path& root, const Exercise& exercise,
+                                  const std::string& name, const std::string& text);
 // `grade reset EXERCISE`: the learner's file saved to a timestamped backup
 // (named in the output), then the starter (exercises/<id>/.starter/) back in
 // its place. Nothing the learner wrote is overwritten without a backup.

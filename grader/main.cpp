@@ -480,12 +480,14 @@ static int run(int argc, char** argv) {
       "  grade merge OUT... --gradebook DIR\n"
       "                                  merge the results of every shard into gradebook.csv + one JSON per student\n"
       "  grade list                      the exercises in learning order, with your progress\n"
+      "  grade show EXERCISE [--checks]  the statement: the task and the interface (--checks: what is checked)\n"
       "  grade hint EXERCISE             a hint, more detailed each time; first on what your last grade missed\n"
       "  grade solution EXERCISE         the commented model solution, once you have passed (or --reveal)\n"
       "  grade reset EXERCISE            your file back to the starter, after saving it to a named backup\n"
       "  grade watch EXERCISE            grade again each time you save the file (Ctrl-C stops; --manual: Enter)\n"
       "  grade interview [EXERCISE]      a timed mock interview: the task, a grade on submit, follow-up questions\n"
       "                                  on what the grade found (--minutes N, --answers FILE); --report: readiness\n"
+      "                                  From a fresh copy of the starter; --resume: your own file as it is\n"
       "  grade sandbox                   say what isolates learner code here (exit 0: complete)\n"
       "  ./grade package gradescope|exercism|prairielearn EXERCISE... --to DIR\n"
       "                                  what a grading platform runs: its entry point and the grader's sources"};
@@ -515,14 +517,17 @@ static int run(int argc, char** argv) {
                  "Slurm array, Kubernetes Indexed Job or GitLab parallel job running this");
   app.add_option("--exercise", class_exercises, "class: grade only this exercise (repeat it for several)");
   app.add_option("--gradebook", gradebook, "merge: the folder the gradebook goes to");
-  bool reveal = false, manual = false;
+  bool reveal = false, manual = false, show_checks = false;
   std::string focus;
   app.add_option("--focus", focus, "hint: a hint on this focus point (ids: the exercise's exercise.yaml)");
   app.add_flag("--manual", manual, "watch: grade again when you press Enter, not when the file is saved");
   app.add_flag("--reveal", reveal, "solution: show the model solution before you have passed");
+  app.add_flag("--checks", show_checks, "show: also what the grader checks and the follow-up questions");
   grader::InterviewOptions interviewing;
   std::string answers;
   bool readiness = false;
+  app.add_flag("--resume", interviewing.resume,
+               "interview: work on your own file as it is, not on a fresh copy of the starter");
   app.add_option("--minutes", interviewing.minutes, "interview: the time allowed for the code (default 45)")
       ->check(CLI::Range(0.01, 600.0));
   app.add_option("--answers", answers,
@@ -606,6 +611,7 @@ static int run(int argc, char** argv) {
     if (options.exercise == "list") return grader::list(options.project_root);
     if (options.exercise == "solution") return grader::solution(options.project_root, paths, reveal);
     if (options.exercise == "hint") return grader::hint(options.project_root, paths, focus);
+    if (options.exercise == "show") return grader::show(options.project_root, paths, show_checks);
     if (options.exercise == "reset") return grader::reset(options.project_root, paths);
     if (options.exercise == "merge") return merge(paths, gradebook);
     if (options.exercise == "interview" && readiness) {
@@ -663,7 +669,7 @@ static int run(int argc, char** argv) {
       if (!submissions.empty()) options.submission = fs::absolute(submissions.front());
       if (!answers.empty()) interviewing.answers = fs::absolute(answers);
       interviewing.color = use_color(color);
-      interviewing.record_grade = submissions.empty();
+      interviewing.record_grade = submissions.empty() && interviewing.resume;
       return grader::interview(options, interviewing, std::cout);
     }
     grader::stop_cleanly_on_signals();  // Ctrl-C from here: said, and nothing left behind (stop.h)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -33,6 +34,27 @@ TEST(Exercises, EveryFocusPointHasHintsAndAPlaceInTheOrder) {
     for (const auto& point : exercise.focus_points) {
       EXPECT_FALSE(point.hints.empty()) << id << ": focus point " << point.id << " has no hints";
       for (const auto& text : point.hints) EXPECT_NE(text, point.explanation) << id << ": " << point.id;
+    }
+  }
+}
+
+// A hint's code is the last level's (the explanation): the hints before it
+// ask and nudge in words, never with a line of code that can be pasted as the
+// answer: code in backticks, a call through a member or namespace, a call with
+// a literal argument, or an assignment of a call.
+TEST(Exercises, HintsShowNoCodeBeforeTheLastLevel) {
+  const std::vector<std::regex> code = {
+      std::regex("`[^`]*[(=:.][^`]*`"), std::regex("[A-Za-z_]\\w*(\\.|->|::)[A-Za-z_]\\w*\\s*\\("),
+      std::regex("[A-Za-z_]\\w*\\([^)]*[-{]?\\d"), std::regex("\\w+\\s*=\\s*[A-Za-z_]\\w*\\(")};
+  for (const auto& id : list_exercises(project_root() / "exercises")) {
+    auto exercise = load_exercise(project_root() / "exercises" / id);
+    for (const auto& point : exercise.focus_points) {
+      for (size_t level = 0; level < point.hints.size(); ++level) {
+        const bool shows = std::any_of(code.begin(), code.end(),
+                                       [&](const std::regex& rule) { return std::regex_search(point.hints[level], rule); });
+        EXPECT_FALSE(shows)
+            << id << ": hint " << level + 1 << " of " << point.id << " shows code: " << point.hints[level];
+      }
     }
   }
 }

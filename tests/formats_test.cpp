@@ -4,6 +4,7 @@
 // never reported as passed in any of them.
 #include "formats.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <tinyxml2.h>
 

@@ -11,6 +11,7 @@ command -v tmux >/dev/null || { echo "SKIPPED: tmux is not installed (Debian: tm
 work=$(mktemp -d)
 session=grade-interview-test-$$
 trap 'tmux kill-session -t "$session" 2>/dev/null; rm -rf "$work"' EXIT
+# (Later the test puts a passing file in exercises/exercise_sdpa/ and restores it: run serially.)
 export GRADE_PROGRESS=$work/progress.json
 grade=("$build/grader/grade" --root "$root" --build-dir "$build")
 fail() {
@@ -96,4 +97,47 @@ out=$("${grade[@]}" interview --answers "$work/quit")
 grep -q "Suggested: exercise_mhsa (.*scaling" <<<"$out" || fail "no suggestion without an exercise: $out"
 grep -q "nothing recorded" <<<"$out" || fail "quit did not stop the interview"
 [[ $(json "len(d['interviews'])") == 2 ]] || fail "a quit interview was recorded"
-echo "interview: terminal flow, deadline, record, report and suggestion all as expected"
+
+# ---- from a blank page: a learner whose own file passes keeps it as it is ----
+export GRADE_PROGRESS=$work/blank/progress.json
+own=$root/exercises/exercise_sdpa/sdpa.cpp
+cp "$own" "$work/own-saved.cpp"
+trap 'cp "$work/own-saved.cpp" "$own"; tmux kill-session -t "$session" 2>/dev/null; rm -rf "$work"' EXIT
+cp "$root/solutions/exercise_sdpa/sdpa.cpp" "$own"
+cp "$own" "$work/own-before.cpp"
+rm -f "$work/pane.log"
+tmux new-session -d -s "$session" -x 160 -y 50 \
+  "GRADE_PROGRESS=$GRADE_PROGRESS $(printf '%q ' "${grade[@]}" interview exercise_sdpa --minutes 5); echo INTERVIEW-EXITED-\$?; sleep 60"
+tmux pipe-pane -t "$session" -o "cat >>$(printf '%q' "$work/pane.log")"
+wait_for "Type 'submit'" || fail "the interview from a blank page did not start"
+attempt=$(screen | sed -n 's/^Your file for this interview: //p' | head -1)
+[[ -f $attempt ]] || fail "no file for the interview: '$attempt'"
+cmp -s "$attempt" "$root/exercises/exercise_sdpa/.starter/sdpa.cpp" || fail "the interview's file is not the starter"
+screen | grep -q "## What the grader checks" && fail "the interview showed what the grader checks"
+screen | grep -q "## The task" || fail "the interview did not show the task"
+cp "$root/solutions/exercise_sdpa/sdpa.cpp" "$attempt"  # what the learner writes in the interview
+tmux send-keys -t "$session" "submit" Enter
+wait_for "Follow-up 1 of" 120 || fail "no follow-up after the grade from a blank page"
+screen | grep -q "Verdict: passed" || fail "the interview's own file did not pass"
+for _ in $(seq 12); do
+  screen | grep -q "Keep this attempt" && break
+  tmux send-keys -t "$session" "b" Enter
+  sleep 0.5
+done
+wait_for "Keep this attempt" 10 || fail "the interview did not offer to keep the attempt"
+tmux send-keys -t "$session" "n" Enter
+wait_for "your own file is untouched" 10 || fail "declining to keep the attempt was not said"
+wait_for "INTERVIEW-EXITED-0" 5 || fail "the exit status is not the grade's (0: passed)"
+cmp -s "$own" "$work/own-before.cpp" || fail "an interview from a blank page changed the learner's own file"
+[[ $(python3 -c "import json; print(len(json.load(open('$GRADE_PROGRESS'))['interviews']))") == 1 ]] ||
+  fail "the interview from a blank page was not recorded"
+tmux kill-session -t "$session"
+
+# ---- keeping an attempt: the learner's file is saved to a backup, then replaced ----
+{ echo submit; for _ in $(seq 12); do echo y; done; } >"$work/keep"
+out=$("${grade[@]}" interview exercise_sdpa --minutes 5 --answers "$work/keep")
+grep -q "Your attempt is now" <<<"$out" || fail "keeping the attempt was not done: $out"
+cmp -s "$own" "$root/exercises/exercise_sdpa/.starter/sdpa.cpp" || fail "the kept attempt (the starter) is not the learner's file"
+backup=$(ls "$work/blank/backups/exercise_sdpa/"sdpa.cpp.* 2>/dev/null | head -1)
+[[ -n $backup ]] && cmp -s "$backup" "$work/own-before.cpp" || fail "the learner's file was not saved before it was replaced"
+echo "interview: terminal flow, deadline, record, report, suggestion, blank page and keeping an attempt as expected"

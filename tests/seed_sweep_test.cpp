@@ -106,6 +106,12 @@ TEST_P(SeedSweep, EveryFileKeepsItsLabelOnFiveSeeds) {
            << describe(missed) << "; labelled " << found->second.verdict << " " << describe(found->second.missed)
            << " (replay: ./grade " << exercise << " --seed " << seed << " --submission "
            << fs::relative(submission, kRoot).string() << ")";
+      // What its checks said, so that a difference seen once can be studied.
+      for (const auto& check : report["checks"]) {
+        if (check.value("status", "") == "passed") continue;
+        line << "\n      " << check.value("id", "") << " [" << check.value("status", "") << ", "
+             << check.value("focus_point", "") << "]: " << check.value("message", "").substr(0, 300);
+      }
       differing.push_back(line.str());
     }
   }
