@@ -12,6 +12,13 @@ const CheckSpec* spec_of(const Exercise& exercise, const CheckResult& check) {
   return spec == exercise.checks.end() ? nullptr : &*spec;
 }
 
+// Whether only a machine with what `spec` needs can assess it: a GPU, or for
+// a CUDA exercise's compile, the CUDA toolkit. Skipped off the GPU, such a
+// check is "not assessed here", outside the score, never a failure.
+bool needs_the_machine(const Exercise& exercise, const CheckSpec& spec) {
+  return exercise.needs_gpu(spec) || (exercise.gpu_only() && spec.kind == "compiles");
+}
+
 }  // namespace
 
 void mark_score_scope(std::vector<CheckResult>& checks, const Exercise& exercise, bool on_gpu) {
@@ -22,7 +29,7 @@ void mark_score_scope(std::vector<CheckResult>& checks, const Exercise& exercise
     check.visibility = spec->visibility;
     // What ran to a result here (a forbidden symbol seen in the compiled
     // kernel) was assessed here, GPU or not.
-    if (!on_gpu && exercise.needs_gpu(*spec) && check.status == CheckStatus::skipped) check.needs_gpu = true;
+    if (!on_gpu && needs_the_machine(exercise, *spec) && check.status == CheckStatus::skipped) check.needs_gpu = true;
   }
 }
 
@@ -34,6 +41,8 @@ double max_score_of(const std::vector<CheckResult>& checks, const Exercise& exer
   for (const auto& check : checks) {
     const auto* spec = spec_of(exercise, check);
     if (spec && exercise.needs_gpu(*spec) && in_score(check)) total += spec->weight;
+    // A CUDA compile that could not run here (no nvcc) is out of the maximum too.
+    if (spec && !exercise.needs_gpu(*spec) && check.needs_gpu && !check.informational) total -= spec->weight;
   }
   return total;
 }

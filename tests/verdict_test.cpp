@@ -152,6 +152,37 @@ TEST(Score, AFullAnswerEarnsTheMaximumOnAnyMachine) {
   EXPECT_DOUBLE_EQ(report.score(), 0);
 }
 
+// The CUDA exercise on a machine without nvcc: every check skipped, its
+// compile included, is "not assessed here": no failure, 0 of 0.
+TEST(Score, ACudaExerciseWithoutNvccIsNotAssessed) {
+  const auto exercise = load_exercise(test_support::project_root() / "exercises" / "exercise_softmax_cuda");
+  std::vector<CheckResult> checks;
+  for (const auto& spec : exercise.checks) {
+    CheckResult result;
+    result.id = spec.id;
+    result.focus_point = spec.focus_point;
+    result.weight = spec.weight;
+    result.status = CheckStatus::skipped;
+    checks.push_back(result);
+  }
+  mark_score_scope(checks, exercise, /*on_gpu=*/false);
+  for (const auto& check : checks) EXPECT_FALSE(in_score(check)) << check.id;
+  EXPECT_DOUBLE_EQ(max_score_of(checks, exercise, /*on_gpu=*/false), 0);
+  std::vector<FocusPointResult> points;
+  for (const auto& point : exercise.focus_points) points.push_back({point, FocusStatus::not_assessed, {}});
+  EXPECT_EQ(verdict_of_checks(checks, points).verdict, Verdict::not_assessed);
+  // With nvcc the compile ran: a failed compile is in the score and fails.
+  checks.front().needs_gpu = false;
+  for (auto& check : checks) {
+    if (check.id == "compiles") {
+      check.status = CheckStatus::failed;
+      check.needs_gpu = false;
+    }
+  }
+  mark_score_scope(checks, exercise, /*on_gpu=*/false);
+  EXPECT_EQ(verdict_of_checks(checks, points).verdict, Verdict::failed);
+}
+
 TEST(ExerciseYaml, AChecksVisibilityIsGradescopes) {
   EXPECT_EQ(mhsa_with(kGpuCheck, kGpuCheck + " visibility: after_due_date,").check("gpu_execution").visibility,
             "after_due_date");
