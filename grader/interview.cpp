@@ -9,12 +9,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "errors.h"
@@ -90,10 +88,7 @@ std::string clock_text(double seconds) {
 
 // The statement as an interview shows it: without what the grader checks (statement.h).
 std::string statement_of(const Exercise& exercise) {
-  std::ifstream in(exercise.dir / "README.md");
-  std::stringstream text;
-  text << in.rdbuf();
-  return statement_text(text.str(), exercise.id, false);
+  return statement_text(read_whole(exercise.dir / "README.md").value_or(""), exercise.id, false);
 }
 
 // A fresh copy of the exercise's starter for one interview, in
@@ -101,22 +96,16 @@ std::string statement_of(const Exercise& exercise) {
 fs::path start_attempt(const fs::path& record_file, const Exercise& exercise) {
   const auto& name = exercise.learner_files.front();
   const auto starter = exercise.dir / ".starter" / name;
-  std::ifstream in(starter, std::ios::binary);
-  if (!in) throw GraderFault("no starter to start the interview from: " + starter.string() + " is missing");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  const auto text = read_whole(starter);
+  if (!text) throw GraderFault("no starter to start the interview from: " + starter.string() + " is missing");
+  const auto stamp = local_stamp();
   const auto base = record_file.parent_path() / "interviews";
   auto folder = base / (exercise.id + "-" + stamp);
   for (int n = 2; fs::exists(folder); ++n) folder = base / fmt::format("{}-{}-{}", exercise.id, stamp, n);
   std::error_code error;
   fs::create_directories(folder, error);
   if (error) throw UsageError("cannot make the interview's folder " + folder.string() + ": " + error.message());
-  write_report_file(folder / name, text.str());
+  write_report_file(folder / name, *text);
   return folder / name;
 }
 
@@ -124,10 +113,8 @@ fs::path start_attempt(const fs::path& record_file, const Exercise& exercise) {
 // interview leaves nothing behind).
 void remove_if_untouched(const std::optional<fs::path>& attempt, const Exercise& exercise) {
   if (!attempt) return;
-  std::ifstream in(*attempt, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in || !is_starter(exercise, attempt->filename().string(), text.str())) return;
+  const auto text = read_whole(*attempt);
+  if (!text || !is_starter(exercise, attempt->filename().string(), *text)) return;
   std::error_code error;
   fs::remove_all(attempt->parent_path(), error);
 }
@@ -145,19 +132,19 @@ void offer_to_keep(const fs::path& attempt, const Exercise& exercise, const fs::
     out << "Your attempt stays in " << attempt.string() << "; your own file is untouched.\n";
     return;
   }
-  std::ifstream in(attempt, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::ifstream old_in(mine, std::ios::binary);
-  if (old_in) {
-    std::stringstream old_text;
-    old_text << old_in.rdbuf();
-    out << "Your file is saved as " << save_backup(root, exercise, mine.filename().string(), old_text.str()).string()
+  const auto text = read_whole(attempt);
+  if (!text) {  // removed meanwhile: nothing to keep, and nothing of the learner's is replaced by it
+    out << "Your attempt " << attempt.string() << " cannot be read; your own file is untouched.\n";
+    return;
+  }
+  if (const auto old_text = read_whole(mine)) {
+    out << "Your file is saved as " << save_backup(root, exercise, mine.filename().string(), *old_text).string()
         << "\n";
   }
-  write_report_file(mine, text.str());
+  write_report_file(mine, *text);
   out << "Your attempt is now " << mine.string() << ".\n";
 }
+
 // Per focus point of one exercise, across its interviews (oldest first).
 struct Readiness {
   int interviews = 0, missed = 0, asked = 0, right = 0;

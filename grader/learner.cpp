@@ -26,6 +26,8 @@ Exercise named_exercise(const fs::path& root, const std::vector<std::string>& pa
   return load_exercise(find_exercise_dir(root / "exercises", paths.front()));
 }
 
+}  // namespace
+
 std::optional<std::string> read_whole(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return std::nullopt;
@@ -34,7 +36,14 @@ std::optional<std::string> read_whole(const fs::path& file) {
   return text.str();
 }
 
-}  // namespace
+std::string local_stamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  return stamp;
+}
 
 // `grade list`: the exercises in learning order, with this learner's progress.
 int list(const fs::path& root) {
@@ -150,11 +159,7 @@ int solution(const fs::path& root, const std::vector<std::string>& paths, bool r
 }
 
 fs::path save_backup(const fs::path& root, const Exercise& exercise, const std::string& name, const std::string& text) {
-  std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  const auto stamp = local_stamp();
   const auto folder = progress_file(root).parent_path() / "backups" / exercise.id;
   std::error_code error;
   fs::create_directories(folder, error);

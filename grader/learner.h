@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 
 #include "exercise.h"
 #include <string>
@@ -20,6 +21,10 @@ int show(const std::filesystem::path& root, const std::vector<std::string>& path
 int hint(const std::filesystem::path& root, const std::vector<std::string>& paths, const std::string& focus);
 // `grade solution EXERCISE [--reveal]`
 int solution(const std::filesystem::path& root, const std::vector<std::string>& paths, bool reveal);
+// A file's bytes, whole; nullopt if it cannot be read.
+std::optional<std::string> read_whole(const std::filesystem::path& file);
+// Now, local time, as names of backups and attempts carry it: 20261126-183012.
+std::string local_stamp();
 // Saves `text`, the learner's file `name` of `exercise`, whole to a
 // timestamped backup (<progress folder>/backups/<exercise>/<name>.<date>-<time>,
 // never over another) and returns its path. Throws UsageError if it cannot.

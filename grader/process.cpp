@@ -52,11 +52,12 @@ void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
   setrlimit(resource, &limit);
 }
 
-// Writes this process's id to a cgroup's procs file (async-signal-safe).
-bool join_cgroup(const char* procs_file) {
+// Writes process `pid` to a cgroup's procs file (async-signal-safe: a forked
+// child writes its own, the grader a zygote's child's).
+bool join_cgroup(const char* procs_file, pid_t pid) {
   char digits[24];
   int length = 0;
-  for (pid_t pid = getpid(); pid > 0 && length < 23; pid /= 10) digits[length++] = static_cast<char>('0' + pid % 10);
+  for (; pid > 0 && length < 23; pid /= 10) digits[length++] = static_cast<char>('0' + pid % 10);
   char text[24];
   for (int i = 0; i < length; ++i) text[i] = digits[length - 1 - i];
   int fd = open(procs_file, O_WRONLY | O_CLOEXEC);
@@ -78,7 +79,7 @@ bool join_cgroup(const char* procs_file) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the grader died before this point
   for (const char* procs : cgroup_procs) {
-    if (!join_cgroup(procs)) _exit(125);
+    if (!join_cgroup(procs, getpid())) _exit(125);
   }
   const auto& limits = spec.limits;
   // The soft limit sends SIGXCPU (reported as a timeout); the hard one, 2 s later, kills.
@@ -144,8 +145,10 @@ std::mutex children_mutex;
 std::set<pid_t> active_children;
 
 // A child of spec.zygote that loads spec.zygote_object with the pipes given,
-// registered, put in its cgroup (`cgroup`, made here with the limits a fresh
-// runner's has) and told to go. nullopt, with nothing started: there is no
+// put in its cgroup (`cgroup`, made here with the limits a fresh runner's has)
+// and told to go. Not registered for kill_active_children (its pid is not
+// held for it once the zygote reaps it): a stop kills the zygote, and the
+// child with it. nullopt, with nothing started: there is no
 // zygote that answers (a fresh runner is started instead).
 std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, Pipe& err, Pipe& request,
                                              Pipe& result, std::unique_ptr<Cgroup>& cgroup, ChildOutcome& outcome) {
@@ -179,8 +182,6 @@ std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, P
     close(child->pidfd);
     throw GraderFault(why);
   };
-  // Not registered for kill_active_children (its pid is not held for it once
-  // the zygote reaps it): a stop kills the zygote, and the child with it.
   if (stop_requested()) refuse("the grade was stopped");
   if (spec.use_cgroup) {
     // A fresh runner's cgroup holds LibTorch's start (the private memory the
@@ -199,19 +200,15 @@ std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, P
       refuse("cannot create a cgroup for the child: " + why);
     }
     for (const auto& file : cgroup->procs_files()) {
-      int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC);
-      const auto text = std::to_string(child->pid);
-      const bool joined = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-      if (fd >= 0) close(fd);
-      if (!joined) {
+      if (!join_cgroup(file.c_str(), child->pid)) {
         refuse("cannot move the runner's child into its cgroup (" + file + "): " + std::strerror(errno));
       }
     }
     outcome.in_cgroup = true;
   }
-  if (send(child->status_fd, &zygote::kGo, 1, MSG_NOSIGNAL) != 1) {
-    // It ended before its go (the zygote went): its wait status says how.
-  }
+  // Unsent only where it has ended already (its zygote went): the zygote's
+  // report, or its absence, then says how.
+  (void)send(child->status_fd, &zygote::kGo, 1, MSG_NOSIGNAL);
   return child;
 }
 
@@ -331,7 +328,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
   auto start = Clock::now();
   pid_t pid = -1;
   if (forked) {
-    pid = forked->pid;  // registered, in its cgroup, and running
+    pid = forked->pid;  // in its cgroup, and running
     outcome.forked = true;
   } else {
     const pid_t parent = getpid();
@@ -474,8 +471,7 @@ ChildOutcome run_child(const ChildSpec& spec) {
   if (!forked) {
     std::lock_guard<std::mutex> lock(children_mutex);
     active_children.erase(pid);
-  }
-  if (forked) {
+  } else {
     close(forked->status_fd);
     close(forked->pidfd);
     if (forked->lost) throw GraderFault("the runner's zygote ended while it ran a submission (see: grade sandbox)");

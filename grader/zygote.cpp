@@ -7,20 +7,18 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <map>
 
 #include "errors.h"
 
 namespace grader {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // How long a zygote that is still loading LibTorch may take to answer its first spawn.
 constexpr double kFirstAnswerSeconds = 60;
