@@ -173,7 +173,14 @@ std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, P
       throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
     }
   }
-  auto child = spec.zygote->spawn(ask, fds, spec.limits.wall_seconds);
+  // A zygote that ended since the grade was prepared (found out here, or
+  // already known) gives way to its successor.
+  std::optional<Zygote::Child> child;
+  for (int tries = 0; tries < 2 && !child; ++tries) {
+    auto zygote = current_zygote(spec.zygote);
+    if (!zygote) break;
+    child = zygote->spawn(ask, fds, spec.limits.wall_seconds);
+  }
   close(object);
   if (!child) return std::nullopt;
   auto refuse = [&](const std::string& why) {

@@ -74,7 +74,9 @@ bool receive_hello(int socket, double wait_seconds, zygote::Hello& hello, pid_t&
 
 }  // namespace
 
-Zygote::Zygote(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::move(spec))) {
+Zygote::Zygote(ChildSpec spec, std::string view_key, std::string stamps)
+    : origin_(spec), view_key_(std::move(view_key)), stamps_(std::move(stamps)),
+      spec_(std::make_unique<ChildSpec>(std::move(spec))) {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     throw GraderFault(std::string("cannot create the runner zygote's socket: ") + std::strerror(errno));
@@ -166,13 +168,25 @@ std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::strin
   auto& [zygote, seen] = (*zygotes)[view_key];
   if (!zygote || !zygote->alive() || seen != stamps) {
     replaced = std::move(zygote);
-    zygote = std::make_shared<Zygote>(start());
+    zygote = std::make_shared<Zygote>(start(), view_key, stamps);
     seen = stamps;
   }
   auto chosen = zygote;
   lock.unlock();
   replaced.reset();
   return chosen;
+}
+
+std::shared_ptr<Zygote> current_zygote(const std::shared_ptr<Zygote>& held) {
+  if (!held || held->alive()) return held;
+  {
+    // A successor started since, for newer stamps too: it runs what a fresh
+    // runner started now would (the rebuilt files).
+    std::lock_guard<std::mutex> lock(zygotes_mutex);
+    auto found = zygotes->find(held->view_key_);
+    if (found != zygotes->end() && found->second.first && found->second.first->alive()) return found->second.first;
+  }
+  return zygote_for(held->view_key_, held->stamps_, [&held] { return held->origin_; });
 }
 
 bool zygotes_enabled() {

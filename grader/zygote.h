@@ -28,8 +28,9 @@ namespace grader {
 class Zygote {
  public:
   // Starts `spec` (the sandboxed runner with --zygote) on a thread of its own;
-  // it gets the control socket as fd 3.
-  explicit Zygote(ChildSpec spec);
+  // it gets the control socket as fd 3. `view_key` and `stamps`: its place in
+  // the registry (zygote_for), where a successor is found once it is gone.
+  Zygote(ChildSpec spec, std::string view_key, std::string stamps);
   ~Zygote();  // closes the control socket: the zygote ends once its children have
   Zygote(const Zygote&) = delete;
   Zygote& operator=(const Zygote&) = delete;
@@ -54,6 +55,9 @@ class Zygote {
                              double wait_seconds);
 
  private:
+  friend std::shared_ptr<Zygote> current_zygote(const std::shared_ptr<Zygote>& held);
+  const ChildSpec origin_;  // as given: what a successor starts from
+  const std::string view_key_, stamps_;
   std::unique_ptr<ChildSpec> spec_;
   int control_ = -1;
   std::future<ChildOutcome> outcome_;
@@ -71,6 +75,12 @@ class Zygote {
 // with their times) is replaced.
 std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::string& stamps,
                                    const std::function<ChildSpec()>& start);
+
+// `held` while it answers; once it is gone, the registry's zygote for the
+// view and stamps it was started with (a new one where none is alive). A
+// grade prepared before its zygote ended forks from the successor instead of
+// falling back to a fresh runner.
+std::shared_ptr<Zygote> current_zygote(const std::shared_ptr<Zygote>& held);
 
 // Whether runners may be forked at all here (not with GRADER_FRESH_RUNNERS=1).
 bool zygotes_enabled();
