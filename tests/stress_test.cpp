@@ -84,6 +84,24 @@ std::set<std::string> leftovers() {
   return found;
 }
 
+// The rows of `got` that differ from `want`, one line each, with what the
+// report said about each where `why` has it: short enough to survive a log cut.
+std::string differences(const std::map<std::string, std::string>& got, const std::map<std::string, std::string>& want,
+                        const std::map<std::string, std::string>& why = {}) {
+  std::string lines;
+  std::set<std::string> names;
+  for (const auto& row : got) names.insert(row.first);
+  for (const auto& row : want) names.insert(row.first);
+  for (const auto& name : names) {
+    auto g = got.count(name) ? got.at(name) : "(no report)";
+    auto w = want.count(name) ? want.at(name) : "(not in the batch)";
+    if (g == w) continue;
+    lines += "\n  " + name + ": labelled " + w + ", graded " + g;
+    if (why.count(name)) lines += " (" + why.at(name).substr(0, 300) + ")";
+  }
+  return lines;
+}
+
 struct Pick {
   std::string kind;  // accepted, wrong, hostile, solution
   std::string name;
@@ -142,11 +160,13 @@ void stress_batch(const std::string& mode) {
   // Round 1: the JSON array.
   auto first = run_grade(folder, extra);
   ASSERT_TRUE(first.report.is_array()) << first.raw.substr(0, 4000);
-  std::map<std::string, std::string> got;
+  std::map<std::string, std::string> got, why;
   for (const auto& report : first.report) {
-    got[fs::path(report.value("submission", "")).filename().string()] = report.value("verdict", "");
+    const auto name = fs::path(report.value("submission", "")).filename().string();
+    got[name] = report.value("verdict", "");
+    why[name] = report.value("summary", "");
   }
-  EXPECT_EQ(got, want);
+  EXPECT_TRUE(got == want) << "verdicts that differ from the labels:" << differences(got, want, why);
   EXPECT_EQ(first.exit_code, 1);
 
   // Round 2: the table, which must print nothing a terminal would act on.
@@ -159,7 +179,7 @@ void stress_batch(const std::string& mode) {
     std::string name, verdict;
     if (cells >> name >> verdict && want.count(name)) table[name] = verdict;
   }
-  EXPECT_EQ(table, want) << second.raw;
+  EXPECT_TRUE(table == want) << second.raw << "\nrows that differ from the labels:" << differences(table, want);
 
   std::set<std::string> left;
   for (const auto& item : leftovers()) {
