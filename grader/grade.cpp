@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 
+#include "case_limit.h"
 #include "checks/check.h"
 #include "compile.h"
 #include "discovery.h"
@@ -307,6 +308,25 @@ std::string running_when_stopped(const wire::RunnerStream& stream, const std::ve
                      request.string_or("describe", request.string_or("case", "?")));
 }
 
+// The runner's step limit for cases the reference takes `reference_seconds`
+// on (case_limit.h), within the run's whole limit.
+// The case limits' rule for this grade: the device's, with --case-time-limit.
+CaseLimitRule case_rule(const GradeOptions& options, const PreparedGrade& prepared) {
+  auto rule = case_limit_rule(prepared.target.device);
+  if (options.case_seconds) rule.floor_seconds = *options.case_seconds;
+  return rule;
+}
+
+std::function<std::optional<StepLimit>(const std::string&)> case_limits_of(const GradeOptions& options,
+                                                                             const PreparedGrade& prepared,
+                                                                             const std::vector<double>& reference_seconds) {
+  const auto rule = case_rule(options, prepared);
+  const double whole = prepared.exercise.limits.run.seconds;
+  std::vector<double> limits;
+  for (double seconds : reference_seconds) limits.push_back(case_limit_seconds(rule, seconds, whole));
+  return case_step_limit(std::move(limits), std::min(whole, rule.floor_seconds));
+}
+
 // One grade under way: its report so far, and the rules that end it.
 struct GradeInProgress {
   const GradeOptions& options;
@@ -314,6 +334,7 @@ struct GradeInProgress {
   Suite* suite;  // the prepared grade's, or one of its own (grade_on_seeds)
   Clock::time_point start;
   GradeReport report;
+  std::vector<double> reference_seconds;  // the reference's time on each request (Suite::reference_seconds)
 
   GradeInProgress(const GradeOptions& options_, PreparedGrade& prepared_, const Submission& submission,
                   Clock::time_point start_)
@@ -422,9 +443,15 @@ struct GradeInProgress {
                                                " KB output limit and was stopped: remove prints inside loops.");
     }
     if (outcome.timed_out) {
+      const auto where = running_when_stopped(stream, requests);
+      if (outcome.step_limit_seconds && !outcome.cpu_exceeded) {
+        return finish(Verdict::timeout, "Your code was stopped after " + number(*outcome.step_limit_seconds) +
+                                            " s" + where + case_limit_basis(stream) +
+                                            ": look for an endless loop, a wait, or far too much work.");
+      }
       auto what =
           outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time" : number(run_limits.seconds) + " s";
-      return finish(Verdict::timeout, "Your code was stopped after " + what + running_when_stopped(stream, requests) +
+      return finish(Verdict::timeout, "Your code was stopped after " + what + where +
                                           ": look for an endless loop, a wait, or far too much work.");
     }
     if (outcome.exit_code == wire::kExitChannelReplaced &&
@@ -461,6 +488,21 @@ struct GradeInProgress {
                                                 "): did your code exit early or write to the grader's channel?");
     }
     return judge(compiled, requests, responses, outcome, speed_request);
+  }
+
+  // Why a case's own limit was what it was (case_limit.h), for the case
+  // `stream` was in when it was stopped.
+  std::string case_limit_basis(const wire::RunnerStream& stream) const {
+    const auto rule = case_rule(options, prepared);
+    if (!stream.last_started) return fmt::format("; loading your library may take {:g} s", rule.floor_seconds);
+    if (!stream.results.empty()) return fmt::format("; ending may take {:g} s", rule.floor_seconds);
+    auto basis = fmt::format("; each case may take {:g} s, or {:g} times the reference's time on it where that is longer",
+                             rule.floor_seconds, rule.factor);
+    if (stream.last_started && *stream.last_started < reference_seconds.size() &&
+        reference_seconds[*stream.last_started] >= 0) {
+      basis += fmt::format(" (the reference takes {:.3g} ms on this one)", 1000 * reference_seconds[*stream.last_started]);
+    }
+    return basis;
   }
 
   // The runner's output, shown capped.
@@ -657,12 +699,16 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
   if (prepared->target.on_gpu() && options.speed && !exercise.speed.sizes.empty())
     speed_request = plan_speed(exercise, grading.report.seed, prepared->target.device);
 
+  // The reference's time on each case, the base of its own limit, measured
+  // while the submission compiles.
+  auto reference_seconds = std::async(std::launch::async, [&] { return prepared->suite->reference_seconds(requests); });
   auto compiled = compile_prepared(*prepared, options, submission);
   prepared->compile.reset();  // unused (a cached compile): stopped
+  grading.reference_seconds = reference_seconds.get();
   if (auto stopped = grading.after_compile(compiled)) return *stopped;
 
   auto run_start = Clock::now();
-  auto outcome = prepared->runner->finish(wire::encode(requests));
+  auto outcome = prepared->runner->finish(wire::encode(requests), case_limits_of(options, *prepared, grading.reference_seconds));
   grading.report.run_seconds = seconds_since(run_start);
   return grading.conclude(compiled, requests, outcome, speed_request);
 }
@@ -700,7 +746,16 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
     requests.push_back(suites.back()->plan(seeds[i]));
     all.insert(all.end(), requests.back().begin(), requests.back().end());
   }
+  auto reference_seconds = std::async(std::launch::async, [&] {
+    std::vector<double> each;
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      auto seconds = suites[i]->reference_seconds(requests[i]);
+      each.insert(each.end(), seconds.begin(), seconds.end());
+    }
+    return each;
+  });
   auto compiled = compile_prepared(*prepared, options, submission);  // prepared without a compile ahead
+  const auto all_reference_seconds = reference_seconds.get();
   std::vector<std::optional<GradeReport>> stopped;
   for (auto& grading : grades) stopped.push_back(grading.after_compile(compiled));
   if (stopped.front()) {
@@ -708,7 +763,7 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
     return reports;
   }
   auto run_start = Clock::now();
-  auto outcome = prepared->runner->finish(wire::encode(all));
+  auto outcome = prepared->runner->finish(wire::encode(all), case_limits_of(options, *prepared, all_reference_seconds));
   const double run_seconds = seconds_since(run_start);
   std::vector<wire::Record> responses;
   if (!ran_through(outcome, all.size(), responses)) {

@@ -19,6 +19,7 @@ struct GradeOptions {
   std::optional<std::filesystem::path> submission;  // default: the exercise's learner file
   std::optional<uint64_t> seed;                     // default: a fresh one, printed in the report
   std::optional<double> run_seconds;                // override the exercise's run limits
+  std::optional<double> case_seconds;               // override each case's own limit's floor (case_limit.h)
   std::optional<double> memory_mb;
   std::optional<double> output_kb;
   SandboxStatus sandbox;                    // detect_sandbox() once, shared by parallel grades

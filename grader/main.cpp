@@ -483,7 +483,8 @@ static int run(int argc, char** argv) {
       "  grade show EXERCISE [--checks]  the statement: the task and the interface (--checks: what is checked)\n"
       "  grade hint EXERCISE             a hint, more detailed each time; first on what your last grade missed\n"
       "  grade solution EXERCISE         the commented model solution, once you have passed (or --reveal)\n"
-      "  grade reset EXERCISE            your file back to the starter, after saving it to a named backup\n"
+      "  grade reset EXERCISE [--blank]  your file back to the starter (--blank: without the steps), after\n"
+      "                                  saving it to a named backup\n"
       "  grade watch EXERCISE            grade again each time you save the file (Ctrl-C stops; --manual: Enter)\n"
       "  grade interview [EXERCISE]      a timed mock interview: the task, a grade on submit, follow-up questions\n"
       "                                  on what the grade found (--minutes N, --answers FILE); --report: readiness\n"
@@ -522,6 +523,8 @@ static int run(int argc, char** argv) {
   app.add_option("--focus", focus, "hint: a hint on this focus point (ids: the exercise's exercise.yaml)");
   app.add_flag("--manual", manual, "watch: grade again when you press Enter, not when the file is saved");
   app.add_flag("--reveal", reveal, "solution: show the model solution before you have passed");
+  bool blank = false;
+  app.add_flag("--blank", blank, "reset: the blank starter (the interface without the steps), to practise from");
   app.add_flag("--checks", show_checks, "show: also what the grader checks and the follow-up questions");
   grader::InterviewOptions interviewing;
   std::string answers;
@@ -566,6 +569,11 @@ static int run(int argc, char** argv) {
   double time_limit = 0;
   auto* time_option = app.add_option("--time-limit", time_limit, "seconds the checks may run (default: the exercise's)")
                           ->check(CLI::Range(1.0, 3600.0));
+  double case_limit = 0;
+  auto* case_option = app.add_option("--case-time-limit", case_limit,
+                                     "seconds any one case may take at least (default 2; 10 on a GPU); "
+                                     "a case may take 50 times the reference's time where that is longer")
+                          ->check(CLI::Range(0.1, 3600.0));
   double memory_limit = 0, output_limit = 0;
   auto* memory_option = app.add_option("--memory-limit", memory_limit, "MB of memory the checks may use")
                             ->check(CLI::Range(64.0, 1048576.0));
@@ -612,7 +620,7 @@ static int run(int argc, char** argv) {
     if (options.exercise == "solution") return grader::solution(options.project_root, paths, reveal);
     if (options.exercise == "hint") return grader::hint(options.project_root, paths, focus);
     if (options.exercise == "show") return grader::show(options.project_root, paths, show_checks);
-    if (options.exercise == "reset") return grader::reset(options.project_root, paths);
+    if (options.exercise == "reset") return grader::reset(options.project_root, paths, blank);
     if (options.exercise == "merge") return merge(paths, gradebook);
     if (options.exercise == "interview" && readiness) {
       return grader::interview_report(options.project_root, std::cout, format);
@@ -628,6 +636,7 @@ static int run(int argc, char** argv) {
     };
     if (*seed_option) options.seed = seed;
     if (*time_option) options.run_seconds = time_limit;
+    if (*case_option) options.case_seconds = case_limit;
     if (*memory_option) options.memory_mb = memory_limit;
     if (*output_option) options.output_kb = output_limit;
 

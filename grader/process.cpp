@@ -372,6 +372,12 @@ ChildOutcome run_child(const ChildSpec& spec) {
   bool waiting_for_request = deferred;
   int status = 0;
   bool reaped = false;
+  // The step under way (ChildSpec::step_limit): which, and until when.
+  constexpr size_t kNoStep = static_cast<size_t>(-1);
+  size_t step = kNoStep;
+  Clock::time_point step_deadline = Clock::time_point::max();
+  double step_seconds = 0;
+  size_t result_seen = 0;
   // A zygote's child's CPU counts LibTorch's start, as a fresh runner's does.
   const double cpu_before = forked ? forked->start_cpu_seconds : 0;
   // A zygote's child is not ours to wait for: the zygote sends its wait status.
@@ -406,6 +412,23 @@ ChildOutcome run_child(const ChildSpec& spec) {
       outcome.timed_out = !reaped;
       break;
     }
+    if (spec.step_limit && !waiting_for_request && outcome.result.size() != result_seen) {
+      result_seen = outcome.result.size();
+      const auto limit = spec.step_limit(outcome.result);
+      if (!limit) {
+        step = kNoStep;
+        step_deadline = Clock::time_point::max();
+      } else if (step != limit->step) {
+        step = limit->step;
+        step_deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit->seconds));
+        step_seconds = limit->seconds;
+      }
+    }
+    if (now >= step_deadline && !reaped) {
+      outcome.timed_out = true;
+      outcome.step_limit_seconds = step_seconds;
+      break;
+    }
     // The cgroup's CPU counter covers every thread and process of the child
     // (before a deferred request arrives no learner code has run: not read).
     if (cgroup && !reaped && !waiting_for_request && cgroup->cpu_seconds() + cpu_before > spec.limits.cpu_seconds) {
@@ -422,7 +445,9 @@ ChildOutcome run_child(const ChildSpec& spec) {
     }
     if (request.write >= 0 && !waiting_for_request) fds.push_back({request.write, POLLOUT, 0});
     if (forked && !reaped) fds.push_back({forked->status_fd, POLLIN, 0});
-    int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    const auto next_deadline = std::min(deadline, step_deadline);
+    int wait_ms =
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline - now).count()) + 1;
     wait_ms = std::min(wait_ms, reaped ? 100 : 50);
     if (waiting_for_request) {
       // Woken by the request's arrival, or by the child's streams closing as it ends.
@@ -536,9 +561,11 @@ bool EarlyChild::waiting() const {
   return !sent_ && outcome_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
 }
 
-ChildOutcome EarlyChild::finish(std::string request) {
+ChildOutcome EarlyChild::finish(std::string request,
+                                std::function<std::optional<StepLimit>(const std::string&)> step_limit) {
   if (sent_) throw GraderFault("EarlyChild::finish called twice");
   sent_ = true;
+  spec_->step_limit = std::move(step_limit);  // read by run_child once the request is there
   if (spec_->zygote) {
     spec_->request = std::move(request);
     return run_child(*spec_);

@@ -30,6 +30,14 @@ struct ChildLimits {
   bool stop_at_output_limit = false;  // kill the child once a stream passes output_bytes
 };
 
+// A limit on one step of a run (a case of a grade), read off the result
+// channel as it arrives (ChildSpec::step_limit): the step under way, a
+// number that grows, and the wall-clock seconds it may take from its start.
+struct StepLimit {
+  size_t step = 0;
+  double seconds = 0;
+};
+
 struct ChildOutcome {
   bool started = false;
   bool timed_out = false;
@@ -46,6 +54,8 @@ struct ChildOutcome {
   bool in_cgroup = false;
   double cpu_seconds = 0;
   bool cpu_exceeded = false;     // also sets timed_out
+  // A step ran past its own limit (also sets timed_out): how long it was allowed.
+  std::optional<double> step_limit_seconds;
   bool memory_exceeded = false;  // the kernel killed something of it for memory
   bool process_cap_hit = false;  // a fork or thread creation was refused
   bool output_exceeded = false;  // stopped at the output limit
@@ -70,6 +80,10 @@ struct ChildSpec {
   int request_wake_fd = -1;  // readable once deferred_request is ready (else it is polled for)
   bool request_by_path = false;  // the child opens its request by name (/dev/fd/3), not only through fd 3
   bool result_channel = false;  // give the child fd 4 to write its results to
+  // Given the result channel's bytes so far, the step under way and its
+  // limit; nullopt: none now (the whole run's limits still hold). With a
+  // deferred request, set before the request is given (EarlyChild::finish).
+  std::function<std::optional<StepLimit>(const std::string& result)> step_limit;
   // NUL-terminated arguments argv[0] reads from fd 5 (bwrap --args 5), so
   // that no command line a sandboxed process can read holds them.
   std::string launcher_args;
@@ -120,8 +134,9 @@ class EarlyChild {
   // Still running and waiting for its request (not ended on its own).
   bool waiting() const;
   // Sends the request (its wall-clock limit starts now) and waits for the
-  // child to end. Once.
-  ChildOutcome finish(std::string request);
+  // child to end, with `step_limit` (ChildSpec::step_limit) if given. Once.
+  ChildOutcome finish(std::string request,
+                      std::function<std::optional<StepLimit>(const std::string&)> step_limit = nullptr);
 
  private:
   void wake();

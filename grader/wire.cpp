@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace grader::wire {
 namespace {
@@ -152,20 +153,31 @@ at::Tensor decode_tensor(Reader& in) {
 
 }  // namespace
 
-RunnerStream split_runner_stream(const std::string& bytes) {
-  RunnerStream stream;
-  if (bytes.compare(0, kRunnerReady.size(), kRunnerReady) != 0) return stream;
-  stream.ready = true;
+RunnerProgress runner_progress(const std::string& bytes) {
+  RunnerProgress progress;
+  if (bytes.compare(0, kRunnerReady.size(), kRunnerReady) != 0) return progress;
+  progress.ready = true;
+  progress.markers = 1;
   size_t at = kRunnerReady.size();
   while (bytes.compare(at, kCaseStarted.size(), kCaseStarted) == 0) {
     const size_t end = bytes.find('\n', at);
     if (end == std::string::npos) break;  // cut off mid-line: the case before it
-    const auto digits = bytes.substr(at + kCaseStarted.size(), end - at - kCaseStarted.size());
+    const auto digits = std::string_view(bytes).substr(at + kCaseStarted.size(), end - at - kCaseStarted.size());
     if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) break;
-    stream.last_started = std::stoul(digits);
+    progress.last_started = std::stoul(std::string(digits));
+    ++progress.markers;
     at = end + 1;
   }
-  stream.results = bytes.substr(std::min(at, bytes.size()));
+  progress.rest_at = std::min(at, bytes.size());
+  return progress;
+}
+
+RunnerStream split_runner_stream(const std::string& bytes) {
+  const auto progress = runner_progress(bytes);
+  RunnerStream stream;
+  stream.ready = progress.ready;
+  stream.last_started = progress.last_started;
+  if (progress.ready) stream.results = bytes.substr(progress.rest_at);
   return stream;
 }
 

@@ -83,6 +83,16 @@ struct RunnerStream {
   std::string results;
 };
 RunnerStream split_runner_stream(const std::string& bytes);
+// The same read off the front of the stream as it arrives, without copying:
+// how many markers (ready, then one per case) came whole, the last case
+// begun, and where whatever follows them starts (bytes.size() when nothing does).
+struct RunnerProgress {
+  bool ready = false;
+  size_t markers = 0;
+  std::optional<size_t> last_started;
+  size_t rest_at = 0;
+};
+RunnerProgress runner_progress(const std::string& bytes);
 // The runner's last word when the descriptor of its result channel is no
 // longer the pipe it was given (learner code replaced it): this line on
 // standard error and exit status kExitChannelReplaced, nothing sent.

@@ -447,6 +447,12 @@ TEST_P(Corpus, GradesAsLabelled) {
   if (expect["max_report_bytes"]) {
     EXPECT_LE(graded.raw.size(), expect["max_report_bytes"].as<size_t>()) << describe(graded).substr(0, 2000);
   }
+  // A hang is stopped by its case's own limit, seconds after it began, not at
+  // the end of the whole run's (the runner's time, compile excluded).
+  if (expect["max_run_seconds"]) {
+    EXPECT_LE(graded.report["timing"].value("run_seconds", 1e9), expect["max_run_seconds"].as<double>())
+        << describe(graded).substr(0, 2000);
+  }
   // The terminal report shows learner text with every control character escaped.
   if (expect["text_report_clean"] && expect["text_report_clean"].as<bool>()) {
     auto text = run_grade(entry, extra, "text");

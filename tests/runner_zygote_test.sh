@@ -38,10 +38,10 @@ PY
 
 # The zygote killed while its child hangs: that grade is a grader error, the next one is graded.
 "${grade[@]}" exercise_sdpa --submission "$sdpa/hostile/infinite_loop.cpp" \
-  --submission "$root/solutions/exercise_sdpa/sdpa.cpp" --jobs 1 --time-limit 20 --format json --color never \
+  --submission "$root/solutions/exercise_sdpa/sdpa.cpp" --jobs 1 --time-limit 20 --case-time-limit 20 --format json --color never \
   >"$work/killed.json" 2>"$work/err" &
 batch=$!
-parent_of() { awk '{print $4}' "/proc/$1/stat" 2>/dev/null; }
+parent_of() { awk '/^PPid:/ {print $2}' "/proc/$1/status" 2>/dev/null; }  # (stat's fields shift with a name holding blanks)
 descends_from_batch() {  # PID: whether this batch started it (other tests' zygotes run beside this one)
   local pid=$1
   while [[ -n $pid && $pid -gt 1 ]]; do

@@ -101,6 +101,12 @@ class Suite {
   virtual std::vector<wire::Record> plan(uint64_t seed) = 0;
   // One result per check declared in exercise.yaml, in that order.
   virtual std::vector<CheckResult> judge(const JudgeInput& input) = 0;
+  // How long the reference takes on each of plan()'s requests, in seconds
+  // (a negative number where it does not run that case): the base of each
+  // case's time limit (case_limit.h). Called from another thread than judge().
+  virtual std::vector<double> reference_seconds(const std::vector<wire::Record>& requests) const {
+    return std::vector<double>(requests.size(), -1.0);
+  }
   // Pictures of the learner's attention against the reference's, after
   // judge() on the same input; none where the exercise has no attention to show.
   virtual std::vector<AttentionFigure> figures(const JudgeInput& input) {

@@ -671,6 +671,28 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
   return cases;
 }
 
+std::vector<double> Kit::reference_seconds(const std::vector<wire::Record>& requests) const {
+  std::vector<double> seconds;
+  seconds.reserve(requests.size());
+  for (const auto& request : requests) {
+    const auto id = request.string_or("case", "");
+    const bool refusal = std::any_of(refusals_.begin(), refusals_.end(), [&](const auto& r) { return r.id == id; });
+    double taken = -1;
+    if (!refusal) {
+      CaseRun run;
+      run.request = request;
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        (void)reference_(data_of(run), {});
+        taken = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      } catch (const std::exception&) {  // a case the reference does not take: no base for its limit
+      }
+    }
+    seconds.push_back(taken);
+  }
+  return seconds;
+}
+
 std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
   input_ = &input;
   status_.clear();

@@ -137,6 +137,9 @@ class Kit : public Suite {
   // Runs every check of exercise.yaml, in its order, each guarded: an
   // exception in check or reference code is the grader's fault.
   std::vector<CheckResult> judge(const JudgeInput& input) override;
+  // The reference's time on each planned case (refusals, and cases it throws
+  // on, -1); touches nothing judge() uses.
+  std::vector<double> reference_seconds(const std::vector<wire::Record>& requests) const override;
   // The probe cases' weights, the learner's beside the reference's (the
   // reference's read through the same probe from its own outputs).
   std::vector<AttentionFigure> figures(const JudgeInput& input) override;
