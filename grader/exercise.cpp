@@ -571,7 +571,22 @@ bool is_starter(const Exercise& exercise, const std::string& name, const std::st
   if (!in) return false;
   std::stringstream starter;
   starter << in.rdbuf();
-  return starter.str() == text;
+  return starter.str() == text || blank_starter(starter.str()) == text;
+}
+
+std::string blank_starter(const std::string& guided) {
+  std::string blank;
+  bool heading = true;  // still in the comments the file opens with
+  std::istringstream lines(guided);
+  for (std::string line; std::getline(lines, line);) {
+    const auto first = line.find_first_not_of(" \t");
+    const bool comment_only = first != std::string::npos && line.compare(first, 2, "//") == 0;
+    if (first != std::string::npos && !comment_only) heading = false;
+    if (comment_only && !heading) continue;
+    blank += line;
+    if (!lines.eof()) blank += '\n';
+  }
+  return blank;
 }
 
 std::vector<std::string> list_exercises(const fs::path& exercises_root) {

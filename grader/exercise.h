@@ -196,6 +196,12 @@ Exercise parse_exercise(const std::string& yaml_text, const std::filesystem::pat
 // Whether `text` is the starter of the exercise's learner file `name`, byte for
 // byte (exercises/<id>/.starter/<name>, which `grade reset` restores).
 bool is_starter(const Exercise& exercise, const std::string& name, const std::string& text);
+// The blank starter of a guided one: the same file without the comment lines
+// after its opening heading (the steps and pitfalls, inside the functions or
+// before them), for practice without the answer in view. The heading, the
+// includes, the signatures and every line of code stay as they are (a comment
+// at the end of a code line too).
+std::string blank_starter(const std::string& guided);
 
 std::vector<std::string> list_exercises(const std::filesystem::path& exercises_root);
 // Every exercise under exercises_root, loaded, in learning order (`order:`).

@@ -105,7 +105,7 @@ fs::path start_attempt(const fs::path& record_file, const Exercise& exercise) {
   std::error_code error;
   fs::create_directories(folder, error);
   if (error) throw UsageError("cannot make the interview's folder " + folder.string() + ": " + error.message());
-  write_report_file(folder / name, *text);
+  write_report_file(folder / name, blank_starter(*text));  // the signatures, not the steps
   return folder / name;
 }
 
@@ -261,7 +261,8 @@ int interview(GradeOptions options, const InterviewOptions& how, std::ostream& o
   out << "\n== Mock interview: " << exercise.title << " (" << exercise.id << ") ==\n"
       << statement_of(exercise) << "\n"
       << (attempt ? "Your file for this interview: " + file.string() +
-                        "\n(a fresh copy of the starter; your own " + exercise.learner_file().string() +
+                        "\n(the blank starter: the interface without the steps; your own " +
+                        exercise.learner_file().string() +
                         " is untouched, and --resume works on it instead)\n\n"
                   : "Your file: " + file.string() + "\n\n")
       << fmt::format("You have {}. Type 'submit' when you are ready, 'time' for the time left, 'quit' to stop.\n",

@@ -170,16 +170,18 @@ fs::path save_backup(const fs::path& root, const Exercise& exercise, const std::
   return backup;
 }
 
-int reset(const fs::path& root, const std::vector<std::string>& paths) {
+int reset(const fs::path& root, const std::vector<std::string>& paths, bool blank) {
   auto exercise = named_exercise(root, paths, "reset");
   const auto& name = exercise.learner_files.front();
   const auto file = exercise.dir / name;
-  const auto starter = read_whole(exercise.dir / ".starter" / name);
+  auto starter = read_whole(exercise.dir / ".starter" / name);
   if (!starter)
     throw GraderFault("no starter to restore: " + (exercise.dir / ".starter" / name).string() + " is missing");
+  if (blank) starter = blank_starter(*starter);
+  const std::string which = blank ? "the blank starter" : "the starter";
   const auto yours = read_whole(file);
   if (yours && *yours == *starter) {
-    std::cout << fs::relative(file, root).string() << " is the starter already: nothing to do.\n";
+    std::cout << fs::relative(file, root).string() << " is " << which << " already: nothing to do.\n";
     return 0;
   }
   if (yours) {
@@ -188,7 +190,8 @@ int reset(const fs::path& root, const std::vector<std::string>& paths) {
     std::cout << "Your " << fs::relative(file, root).string() << " is saved as " << backup.string() << "\n";
   }
   write_report_file(file, *starter);
-  std::cout << fs::relative(file, root).string() << " is the starter again.\n";
+  std::cout << fs::relative(file, root).string() << " is " << which
+            << (blank ? " (the interface, without the steps; `grade show` has the task)" : " again") << ".\n";
   return 0;
 }
 

@@ -30,9 +30,11 @@ std::string local_stamp();
 // never over another) and returns its path. Throws UsageError if it cannot.
 std::filesystem::path save_backup(const std::filesystem::path& root, const Exercise& exercise,
                                   const std::string& name, const std::string& text);
-// `grade reset EXERCISE`: the learner's file saved to a timestamped backup
-// (named in the output), then the starter (exercises/<id>/.starter/) back in
-// its place. Nothing the learner wrote is overwritten without a backup.
-int reset(const std::filesystem::path& root, const std::vector<std::string>& paths);
+// `grade reset EXERCISE [--blank]`: the learner's file saved to a timestamped
+// backup (named in the output), then the starter (exercises/<id>/.starter/)
+// back in its place; with `blank`, the blank starter (blank_starter: the
+// interface without the steps). Nothing the learner wrote is overwritten
+// without a backup.
+int reset(const std::filesystem::path& root, const std::vector<std::string>& paths, bool blank = false);
 
 }  // namespace grader

@@ -32,6 +32,19 @@ for text in one two; do echo "$text" >"$file"; "${grade[@]}" reset exercise_mhsa
 [[ $(ls "$work/state/backups/exercise_mhsa" | wc -l) -eq 3 ]] || fail "resets in the same second overwrote a backup: $(ls "$work/state/backups/exercise_mhsa")"
 grep -qx one "$work"/state/backups/exercise_mhsa/* || fail "the first quick backup was lost"
 
+# --blank: the interface without the steps (backed up first, as any reset); graded
+# untouched it is a starter, as the guided one is.
+out=$("${grade[@]}" reset exercise_mhsa --blank) || fail "reset --blank: $out"
+grep -q "is the blank starter" <<<"$out" || fail "reset --blank did not say what it wrote: $out"
+grep -q "^ *// [0-9]\." "$starter" || fail "the guided starter has no numbered steps to test against"
+! grep -q "^ *// [0-9]\." "$file" || fail "the blank starter still holds the steps: $(cat "$file")"
+grep -q "forward" "$file" || fail "the blank starter lost the interface: $(cat "$file")"
+# (Graded in the project itself: its precompiled interfaces name its own headers.)
+json=$("$build/grader/grade" --root "$root" --build-dir "$build" exercise_mhsa --submission "$file" --format json \
+  --color never 2>/dev/null)
+python3 -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["starter"] is True, r["starter"]' "$json" ||
+  fail "the untouched blank starter is not graded as a starter: ${json:0:400}"
+
 "${grade[@]}" reset >/dev/null 2>&1
 (($? == 2)) || fail "reset without an exercise is not a usage error"
-echo "PASSED: backup named and exact, starter restored, nothing overwritten"
+echo "PASSED: backup named and exact, starter restored, blank starter written and recognised, nothing overwritten"

@@ -103,6 +103,53 @@ TEST(Exercises, ResetRestoresTheCurrentStarter) {
   }
 }
 
+TEST(Exercises, BlankStarterDropsTheCommentsAfterTheHeading) {
+  struct Row {
+    std::string guided, blank;
+  };
+  const Row rows[] = {
+      {"// heading\n#include \"x.h\"\n\nint f() {\n  // 1. step\n  return 0;  // keep\n}\n",
+       "// heading\n#include \"x.h\"\n\nint f() {\n  return 0;  // keep\n}\n"},
+      // A class and a member function's body; a comment after code stays.
+      {"struct A {\n  // members\n  int x;\n};\nvoid g() {\n  auto s = \"{\";  // }\n  // step\n}\n// after\n",
+       "struct A {\n  int x;\n};\nvoid g() {\n  auto s = \"{\";  // }\n}\n"},
+      // Steps between the includes and the functions go too; the opening heading stays.
+      {"// h1\n// h2\n#include <x>\n\n// 1. step\nvoid k() {}\n", "// h1\n// h2\n#include <x>\n\nvoid k() {}\n"},
+      {"void h()\n{\n    // indented step\n\tTORCH_CHECK(false, \"'}'\");\n}", "void h()\n{\n\tTORCH_CHECK(false, \"'}'\");\n}"},
+      {"", ""},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.guided);
+    EXPECT_EQ(blank_starter(row.guided), row.blank);
+  }
+}
+
+// Every exercise's blank starter: its code lines all kept, no comment left in
+// a body, and graded untouched it is a starter ("not started"), as the guided one is.
+TEST(Exercises, EveryBlankStarterKeepsTheCodeAndCountsAsAStarter) {
+  for (const auto& id : list_exercises(project_root() / "exercises")) {
+    auto exercise = load_exercise(project_root() / "exercises" / id);
+    for (const auto& name : exercise.learner_files) {
+      std::ifstream in(exercise.dir / ".starter" / name, std::ios::binary);
+      const std::string guided((std::istreambuf_iterator<char>(in)), {});
+      const auto blank = blank_starter(guided);
+      EXPECT_LT(blank.size(), guided.size()) << id << ": the guided starter has no steps to drop";
+      auto code_lines = [](const std::string& text) {
+        std::vector<std::string> kept;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+          const auto first = line.find_first_not_of(" \t");
+          if (first != std::string::npos && line.compare(first, 2, "//") != 0) kept.push_back(line);
+        }
+        return kept;
+      };
+      EXPECT_EQ(code_lines(blank), code_lines(guided)) << id;
+      EXPECT_TRUE(is_starter(exercise, name, blank)) << id;
+      EXPECT_TRUE(is_starter(exercise, name, guided)) << id;
+    }
+  }
+}
+
 class BrokenExercise : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -112,7 +112,11 @@ tmux pipe-pane -t "$session" -o "cat >>$(printf '%q' "$work/pane.log")"
 wait_for "Type 'submit'" || fail "the interview from a blank page did not start"
 attempt=$(screen | sed -n 's/^Your file for this interview: //p' | head -1)
 [[ -f $attempt ]] || fail "no file for the interview: '$attempt'"
-cmp -s "$attempt" "$root/exercises/exercise_sdpa/.starter/sdpa.cpp" || fail "the interview's file is not the starter"
+# The blank starter: the starter's code, none of its steps.
+code_of() { grep -v '^[[:space:]]*//' "$1"; }
+diff <(code_of "$attempt") <(code_of "$root/exercises/exercise_sdpa/.starter/sdpa.cpp") >/dev/null ||
+  fail "the interview's file is not the starter's code"
+grep -q '^[[:space:]]*// [0-9]\.' "$attempt" && fail "the interview's file shows the steps: $(cat "$attempt")"
 screen | grep -q "## What the grader checks" && fail "the interview showed what the grader checks"
 screen | grep -q "## The task" || fail "the interview did not show the task"
 cp "$root/solutions/exercise_sdpa/sdpa.cpp" "$attempt"  # what the learner writes in the interview
@@ -137,7 +141,8 @@ tmux kill-session -t "$session"
 { echo submit; for _ in $(seq 12); do echo y; done; } >"$work/keep"
 out=$("${grade[@]}" interview exercise_sdpa --minutes 5 --answers "$work/keep")
 grep -q "Your attempt is now" <<<"$out" || fail "keeping the attempt was not done: $out"
-cmp -s "$own" "$root/exercises/exercise_sdpa/.starter/sdpa.cpp" || fail "the kept attempt (the starter) is not the learner's file"
+diff <(code_of "$own") <(code_of "$root/exercises/exercise_sdpa/.starter/sdpa.cpp") >/dev/null &&
+  ! grep -q '^[[:space:]]*// [0-9]\.' "$own" || fail "the kept attempt (the blank starter) is not the learner's file"
 backup=$(ls "$work/blank/backups/exercise_sdpa/"sdpa.cpp.* 2>/dev/null | head -1)
 [[ -n $backup ]] && cmp -s "$backup" "$work/own-before.cpp" || fail "the learner's file was not saved before it was replaced"
 echo "interview: terminal flow, deadline, record, report, suggestion, blank page and keeping an attempt as expected"
