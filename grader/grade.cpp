@@ -17,6 +17,7 @@
 #include "case_limit.h"
 #include "checks/check.h"
 #include "compile.h"
+#include "compile_note.h"
 #include "discovery.h"
 #include "errors.h"
 #include "process.h"
@@ -380,6 +381,18 @@ struct GradeInProgress {
     }
   }
 
+  // A fresh compile's time, kept per exercise and include; and a note when
+  // including all of LibTorch's API made it slow (compile_note.h).
+  void note_compile_time(const CompileResult& compiled, const Submission& submission) {
+    if (compiled.cached || !compiled.ok || !compiled.not_compiled.empty()) return;
+    const auto file = options.build_dir / "cache" / "compile-times.json";
+    const bool whole_api = includes_all_of_libtorch(submission.text);
+    const auto known = load_compile_times(file, prepared.exercise.id);
+    report.compile_note =
+        include_note(whole_api, compiled.seconds, known.header_only, prepared.exercise.interface_header);
+    record_compile_time(file, prepared.exercise.id, whole_api, compiled.seconds);
+  }
+
   // The verdict of a compile that stops the grade before anything runs.
   std::optional<GradeReport> after_compile(const CompileResult& compiled) {
     const auto& exercise = prepared.exercise;
@@ -705,6 +718,7 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
   auto compiled = compile_prepared(*prepared, options, submission);
   prepared->compile.reset();  // unused (a cached compile): stopped
   grading.reference_seconds = reference_seconds.get();
+  grading.note_compile_time(compiled, submission);
   if (auto stopped = grading.after_compile(compiled)) return *stopped;
 
   auto run_start = Clock::now();

@@ -319,6 +319,7 @@ std::string render_text(const GradeReport& report, bool color) {
 
   if (auto table = speed_text(report.speed); !table.empty()) out += table + "\n";
 
+  if (!report.compile_note.empty()) out += report.compile_note + "\n";
   out += p.dim(fmt::format("compile {:.1f} s{}, run {:.1f} s, total {:.1f} s", report.compile_seconds,
                            report.compile_cached  ? " (unchanged, cached)"
                            : report.compile_ahead ? " (started before the save)"
@@ -378,6 +379,7 @@ std::string render_json(const GradeReport& report) {
                     {"run_seconds", report.run_seconds},
                     {"runner_forked", report.runner_forked},
                     {"total_seconds", report.total_seconds}};
+  if (!report.compile_note.empty()) json["timing"]["compile_note"] = report.compile_note;
   if (report.speed.ran || !report.speed.note.empty()) {
     const auto& speed = report.speed;
     nlohmann::ordered_json item;

@@ -60,6 +60,7 @@ struct GradeReport {
   double compile_seconds = 0;
   bool compile_cached = false;  // unchanged submission: compiled code reused
   bool compile_ahead = false;   // compiled by a compiler started before the save (grade watch)
+  std::string compile_note;     // including all of LibTorch's API made the compile slow (compile_note.h)
   std::string sandbox;          // what isolated this grade (one line)
   double run_seconds = 0;
   bool runner_forked = false;  // the runner was forked from one that had loaded LibTorch (zygote.h)
