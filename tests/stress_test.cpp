@@ -97,7 +97,7 @@ std::string differences(const std::map<std::string, std::string>& got, const std
     auto w = want.count(name) ? want.at(name) : "(not in the batch)";
     if (g == w) continue;
     lines += "\n  " + name + ": labelled " + w + ", graded " + g;
-    if (why.count(name)) lines += " (" + why.at(name).substr(0, 300) + ")";
+    if (why.count(name)) lines += " (" + why.at(name).substr(0, 2000) + ")";
   }
   return lines;
 }
@@ -165,6 +165,14 @@ void stress_batch(const std::string& mode) {
     const auto name = fs::path(report.value("submission", "")).filename().string();
     got[name] = report.value("verdict", "");
     why[name] = report.value("summary", "");
+    // The failed checks too: an unexplained failure says which check, on what.
+    for (const auto& check : report.value("checks", nlohmann::json::array())) {
+      if (check.value("status", "") != "failed") continue;
+      why[name] += " | " + check.value("id", "") + ": " + check.value("message", "").substr(0, 300);
+      for (const auto& item : check.value("evidence", nlohmann::json::array())) {
+        if (item.is_string()) why[name] += " / " + item.get<std::string>().substr(0, 300);
+      }
+    }
   }
   EXPECT_TRUE(got == want) << "verdicts that differ from the labels:" << differences(got, want, why);
   EXPECT_EQ(first.exit_code, 1);
