@@ -444,48 +444,28 @@ struct GradeInProgress {
                         (outcome.memory_exceeded ? ", killed at the memory limit: raise --memory-limit" : "") +
                         "): " + first_line(outcome.stderr_text));
     }
-    // Trusted counters first: the cgroup's, the parent's timer and byte counts.
-    auto number = [](double value) { return fmt::format("{:g}", value); };
-    if (outcome.memory_exceeded) {
-      return finish(Verdict::memory_limit, "Your code used more than the " + number(run_limits.memory_mb) +
-                                               " MB memory limit and was stopped: look for tensors kept alive in a "
-                                               "loop or far larger than the inputs.");
+    // Trusted counters first: the cgroup's, the parent's timer and byte counts (verdict.h).
+    RunEnd end;
+    end.memory_exceeded = outcome.memory_exceeded;
+    end.output_exceeded = outcome.output_exceeded;
+    end.timed_out = outcome.timed_out;
+    end.cpu_exceeded = outcome.cpu_exceeded;
+    end.case_limit_seconds = outcome.step_limit_seconds;
+    end.channel_replaced = outcome.exit_code == wire::kExitChannelReplaced &&
+                           outcome.stderr_text.find(wire::kChannelReplaced) != std::string::npos;
+    end.forbidden_call = sandbox.seccomp && outcome.term_signal == SIGSYS;
+    end.process_cap_hit = outcome.process_cap_hit;
+    if (end.timed_out) {
+      end.where = running_when_stopped(stream, requests);
+      end.case_basis = case_limit_basis(stream);
     }
-    if (outcome.output_exceeded) {
-      return finish(Verdict::output_limit, "Your code printed more than the " + number(run_limits.output_kb) +
-                                               " KB output limit and was stopped: remove prints inside loops.");
-    }
-    if (outcome.timed_out) {
-      const auto where = running_when_stopped(stream, requests);
-      if (outcome.step_limit_seconds && !outcome.cpu_exceeded) {
-        return finish(Verdict::timeout, "Your code was stopped after " + number(*outcome.step_limit_seconds) +
-                                            " s" + where + case_limit_basis(stream) +
-                                            ": look for an endless loop, a wait, or far too much work.");
+    if (auto decided = verdict_of_run_end(end, run_limits)) {
+      if (!decided->forbids.empty()) {
+        std::vector<std::string> evidence = {wire::kChannelReplaced};
+        evidence.insert(evidence.end(), compiled.forbidden_symbols.begin(), compiled.forbidden_symbols.end());
+        forbid(decided->forbids, std::move(evidence));
       }
-      auto what =
-          outcome.cpu_exceeded ? number(run_limits.cpu_seconds) + " s of CPU time" : number(run_limits.seconds) + " s";
-      return finish(Verdict::timeout, "Your code was stopped after " + what + where +
-                                          ": look for an endless loop, a wait, or far too much work.");
-    }
-    if (outcome.exit_code == wire::kExitChannelReplaced &&
-        outcome.stderr_text.find(wire::kChannelReplaced) != std::string::npos) {
-      std::vector<std::string> evidence = {wire::kChannelReplaced};
-      evidence.insert(evidence.end(), compiled.forbidden_symbols.begin(), compiled.forbidden_symbols.end());
-      forbid("your code replaced the grader's result channel (a file descriptor)", std::move(evidence));
-      return finish(Verdict::forbidden,
-                    "Your code replaced the grader's result channel (a file descriptor of the process), so nothing it "
-                    "computed can be trusted; attention code never touches descriptors.");
-    }
-    if (sandbox.seccomp && outcome.term_signal == SIGSYS) {
-      return finish(
-          Verdict::forbidden,
-          "Your code made a system call the sandbox forbids (starting programs or processes, signalling "
-          "other processes, network, debugging other processes, namespaces); the exercise needs none of them.");
-    }
-    if (outcome.process_cap_hit) {
-      return finish(Verdict::runtime_error, "Your code tried to start more than " +
-                                                std::to_string(run_limits.processes) +
-                                                " processes or threads; the exercise needs none.");
+      return finish(decided->verdict, std::move(decided->summary));
     }
     std::vector<wire::Record> responses;
     try {

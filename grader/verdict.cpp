@@ -1,5 +1,7 @@
 #include "verdict.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace grader {
@@ -70,6 +72,55 @@ ChecksVerdict verdict_of_checks(const std::vector<CheckResult>& checks,
     out.verdict = Verdict::passed;
   }
   return out;
+}
+
+std::optional<RunVerdict> verdict_of_run_end(const RunEnd& end, const StepLimits& limits) {
+  auto number = [](double value) { return fmt::format("{:g}", value); };
+  const std::string look = ": look for an endless loop, a wait, or far too much work.";
+  if (end.memory_exceeded) {
+    return RunVerdict{Verdict::memory_limit,
+                      "Your code used more than the " + number(limits.memory_mb) +
+                          " MB memory limit and was stopped: look for tensors kept alive in a loop or far larger than "
+                          "the inputs.",
+                      ""};
+  }
+  if (end.output_exceeded) {
+    return RunVerdict{Verdict::output_limit,
+                      "Your code printed more than the " + number(limits.output_kb) +
+                          " KB output limit and was stopped: remove prints inside loops.",
+                      ""};
+  }
+  if (end.timed_out) {
+    if (end.case_limit_seconds && !end.cpu_exceeded) {
+      return RunVerdict{Verdict::timeout,
+                        "Your code was stopped after " + number(*end.case_limit_seconds) + " s" + end.where +
+                            end.case_basis + look,
+                        ""};
+    }
+    const auto what =
+        end.cpu_exceeded ? number(limits.cpu_seconds) + " s of CPU time" : number(limits.seconds) + " s";
+    return RunVerdict{Verdict::timeout, "Your code was stopped after " + what + end.where + look, ""};
+  }
+  if (end.channel_replaced) {
+    return RunVerdict{Verdict::forbidden,
+                      "Your code replaced the grader's result channel (a file descriptor of the process), so nothing "
+                      "it computed can be trusted; attention code never touches descriptors.",
+                      "your code replaced the grader's result channel (a file descriptor)"};
+  }
+  if (end.forbidden_call) {
+    return RunVerdict{Verdict::forbidden,
+                      "Your code made a system call the sandbox forbids (starting programs or processes, signalling "
+                      "other processes, network, debugging other processes, namespaces); the exercise needs none of "
+                      "them.",
+                      ""};
+  }
+  if (end.process_cap_hit) {
+    return RunVerdict{Verdict::runtime_error,
+                      "Your code tried to start more than " + std::to_string(limits.processes) +
+                          " processes or threads; the exercise needs none.",
+                      ""};
+  }
+  return std::nullopt;
 }
 
 }  // namespace grader

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "exercise.h"
@@ -47,5 +49,35 @@ struct ChecksVerdict {
 //                a GPU would not remove (what was not assessed was not shown).
 ChecksVerdict verdict_of_checks(const std::vector<CheckResult>& checks,
                                 const std::vector<FocusPointResult>& focus_points);
+
+// How the runner's run ended, as the grader measured it (its trusted
+// counters: the cgroup's, its own clock and byte counts; the kernel's word on
+// a signal), before any result the learner's process sent is read.
+struct RunEnd {
+  bool memory_exceeded = false;
+  bool output_exceeded = false;
+  bool timed_out = false;
+  bool cpu_exceeded = false;                  // the CPU-time limit (also timed_out)
+  std::optional<double> case_limit_seconds;  // a case's own limit (also timed_out): its seconds
+  bool channel_replaced = false;              // the runner's last word: its result channel is not its own
+  bool forbidden_call = false;                // killed by the system-call filter
+  bool process_cap_hit = false;
+  std::string where;       // what was running when it was stopped (", in case 3 of 19 (...)")
+  std::string case_basis;  // why a case's own limit is what it is ("; each case may take ...")
+};
+
+struct RunVerdict {
+  Verdict verdict = Verdict::runtime_error;
+  std::string summary;
+  // Where the exercise has a no_builtins check, it fails with this message
+  // (the code did what no attention code does); empty: nothing to add.
+  std::string forbids;
+};
+
+// The verdict the run's end decides on its own, by the first of these that
+// holds: memory, output, time (a case's own limit, CPU, wall clock), a
+// replaced result channel, a forbidden system call, the process cap.
+// nullopt: none; the results decide.
+std::optional<RunVerdict> verdict_of_run_end(const RunEnd& end, const StepLimits& limits);
 
 }  // namespace grader

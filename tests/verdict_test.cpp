@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "errors.h"
@@ -95,6 +96,65 @@ Exercise mhsa_with(const std::string& from, const std::string& to) {
 
 const std::string kGpuCheck = "{id: gpu_execution, kind: gpu_execution,";
 
+// The run's end decides before any result is read, one rule per row, in order.
+TEST(VerdictOfRunEnd, OneRulePerRowFirstMatchWins) {
+  const StepLimits limits{30, 20, 1024, 32, 512};
+  auto ended = [](auto set) {
+    RunEnd end;
+    set(end);
+    return end;
+  };
+  struct Row {
+    const char* what;
+    RunEnd end;
+    std::optional<Verdict> verdict;
+    const char* says;
+    bool forbids;
+  };
+  const Row rows[] = {
+      {"ran through", RunEnd{}, std::nullopt, "", false},
+      {"memory", ended([](RunEnd& e) { e.memory_exceeded = true; }), Verdict::memory_limit, "1024 MB memory limit",
+       false},
+      {"output", ended([](RunEnd& e) { e.output_exceeded = true; }), Verdict::output_limit, "512 KB output limit",
+       false},
+      {"wall clock", ended([](RunEnd& e) { e.timed_out = true; e.where = " in case 2 of 9 (B=1)"; }), Verdict::timeout,
+       "stopped after 30 s in case 2 of 9 (B=1): look for", false},
+      {"CPU", ended([](RunEnd& e) { e.timed_out = e.cpu_exceeded = true; }), Verdict::timeout,
+       "stopped after 20 s of CPU time", false},
+      {"a case's own limit", ended([](RunEnd& e) {
+         e.timed_out = true;
+         e.case_limit_seconds = 2;
+         e.where = " in case 1 of 9 (B=2)";
+         e.case_basis = "; each case may take 2 s";
+       }),
+       Verdict::timeout, "stopped after 2 s in case 1 of 9 (B=2); each case may take 2 s: look for", false},
+      {"CPU over a case's limit", ended([](RunEnd& e) { e.timed_out = e.cpu_exceeded = true; e.case_limit_seconds = 2; }),
+       Verdict::timeout, "20 s of CPU time", false},
+      {"channel replaced", ended([](RunEnd& e) { e.channel_replaced = true; }), Verdict::forbidden,
+       "replaced the grader's result channel", true},
+      {"forbidden call", ended([](RunEnd& e) { e.forbidden_call = true; }), Verdict::forbidden,
+       "system call the sandbox forbids", false},
+      {"process cap", ended([](RunEnd& e) { e.process_cap_hit = true; }), Verdict::runtime_error,
+       "more than 32 processes or threads", false},
+      // Precedence: what the counters measured before what the code did.
+      {"memory over time", ended([](RunEnd& e) { e.memory_exceeded = e.timed_out = true; }), Verdict::memory_limit,
+       "memory limit", false},
+      {"time over a forbidden call", ended([](RunEnd& e) { e.timed_out = e.forbidden_call = true; }),
+       Verdict::timeout, "stopped after 30 s", false},
+      {"a forbidden call over the process cap", ended([](RunEnd& e) { e.forbidden_call = e.process_cap_hit = true; }),
+       Verdict::forbidden, "forbids", false},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.what);
+    const auto got = verdict_of_run_end(row.end, limits);
+    ASSERT_EQ(got.has_value(), row.verdict.has_value());
+    if (!got) continue;
+    EXPECT_EQ(got->verdict, *row.verdict);
+    EXPECT_NE(got->summary.find(row.says), std::string::npos) << got->summary;
+    EXPECT_EQ(!got->forbids.empty(), row.forbids);
+  }
+}
+
 TEST(Score, AFullAnswerEarnsTheMaximumOnAnyMachine) {
   // Informational and GPU-only checks of a grade without a GPU are outside
   // both the score and the maximum.
@@ -169,7 +229,7 @@ TEST(Score, ACudaExerciseWithoutNvccIsNotAssessed) {
   for (const auto& check : checks) EXPECT_FALSE(in_score(check)) << check.id;
   EXPECT_DOUBLE_EQ(max_score_of(checks, exercise, /*on_gpu=*/false), 0);
   std::vector<FocusPointResult> points;
-  for (const auto& point : exercise.focus_points) points.push_back({point, FocusStatus::not_assessed, {}});
+  for (const auto& point : exercise.focus_points) points.push_back({point, FocusStatus::not_assessed, {}, {}});
   EXPECT_EQ(verdict_of_checks(checks, points).verdict, Verdict::not_assessed);
   // With nvcc the compile ran: a failed compile is in the score and fails.
   checks.front().needs_gpu = false;
