@@ -412,7 +412,8 @@ ChildOutcome run_child(const ChildSpec& spec) {
       outcome.timed_out = !reaped;
       break;
     }
-    if (spec.step_limit && !waiting_for_request && outcome.result.size() != result_seen) {
+    // (step_limit is set with a deferred request: read only once it has arrived.)
+    if (!waiting_for_request && spec.step_limit && outcome.result.size() != result_seen) {
       result_seen = outcome.result.size();
       const auto limit = spec.step_limit(outcome.result);
       if (!limit) {
