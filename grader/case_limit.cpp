@@ -32,14 +32,16 @@ double case_limit_seconds(const CaseLimitRule& rule, double reference_seconds, d
 }
 
 std::function<std::optional<StepLimit>(const std::string&)> case_step_limit(std::vector<double> case_seconds,
-                                                                              double load_seconds) {
-  return [case_seconds = std::move(case_seconds), load_seconds](const std::string& bytes) -> std::optional<StepLimit> {
+                                                                              double load_seconds,
+                                                                              double end_seconds) {
+  return [case_seconds = std::move(case_seconds), load_seconds,
+          end_seconds](const std::string& bytes) -> std::optional<StepLimit> {
     const auto progress = wire::runner_progress(bytes);
     if (!progress.ready) return std::nullopt;
-    // Sending the results and ending: moments, as loading is. (Not a
+    // Sending the results and ending. (Not a
     // marker's first bytes, which a read may split from the rest.)
     if (progress.rest_at < bytes.size() && !marker_begun(bytes, progress.rest_at)) {
-      return StepLimit{progress.markers + 1, load_seconds};
+      return StepLimit{progress.markers + 1, end_seconds};
     }
     if (!progress.last_started) return StepLimit{progress.markers, load_seconds};
     if (*progress.last_started >= case_seconds.size()) return std::nullopt;  // not a case it was given

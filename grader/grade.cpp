@@ -189,6 +189,11 @@ ChildSpec zygote_spec(const PreparedGrade& prepared, const SandboxStatus& sandbo
   spec.argv.push_back("--zygote");
   spec.limits = child_limits(prepared.exercise.limits.run);
   spec.limits.wall_seconds = spec.limits.cpu_seconds = 365.0 * 24 * 3600;
+  // The zygote's own cgroup holds LibTorch's load (about 60 MB), not a
+  // learner's work (each child gets its own): never less room than that,
+  // whatever limit the grade that started it asked for its children.
+  constexpr size_t kZygoteMemoryBytes = size_t{256} << 20;
+  if (spec.limits.memory_bytes) spec.limits.memory_bytes = std::max(spec.limits.memory_bytes, kZygoteMemoryBytes);
   Confinement view = prepared.confinement;
   view.writable.clear();
   view.work_dir = "/";
@@ -325,7 +330,7 @@ std::function<std::optional<StepLimit>(const std::string&)> case_limits_of(const
   const double whole = prepared.exercise.limits.run.seconds;
   std::vector<double> limits;
   for (double seconds : reference_seconds) limits.push_back(case_limit_seconds(rule, seconds, whole));
-  return case_step_limit(std::move(limits), std::min(whole, rule.floor_seconds));
+  return case_step_limit(std::move(limits), std::min(whole, rule.floor_seconds), std::min(whole, rule.end_seconds));
 }
 
 // One grade under way: its report so far, and the rules that end it.
@@ -381,6 +386,12 @@ struct GradeInProgress {
     }
   }
 
+  // The grade ended by a stage's own verdict (verdict.h).
+  GradeReport decide(StageVerdict decided) {
+    if (!decided.forbids.empty()) forbid(decided.forbids, std::move(decided.evidence));
+    return finish(decided.verdict, std::move(decided.summary));
+  }
+
   // A fresh compile's time, kept per exercise and include; and a note when
   // including all of LibTorch's API made it slow (compile_note.h).
   void note_compile_time(const CompileResult& compiled, const Submission& submission) {
@@ -399,29 +410,11 @@ struct GradeInProgress {
     report.compile_seconds = compiled.seconds;
     report.compile_cached = compiled.cached;
     report.compile_ahead = compiled.ahead;
-    if (!compiled.ok) {
-      report.compiler_output = compiled.diagnostics;
-      // grader/prelude.h poisons the names of inline built-ins: naming one (to
-      // call it, or to rename it with a macro) is using it.
-      if (compiled.diagnostics.find("poisoned identifier") != std::string::npos &&
-          std::any_of(exercise.checks.begin(), exercise.checks.end(),
-                      [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
-        forbid("your code names a LibTorch built-in that does the exercise for you",
-               {first_line(compiled.diagnostics)});
-        return finish(Verdict::forbidden,
-                      "Your code names a built-in that does the exercise for you (the compiler calls it a poisoned "
-                      "identifier, above); build it from basic operations (matmul, softmax, masked_fill, ...).");
-      }
-      return finish(Verdict::compile_error, "Your code does not compile: the compiler's messages say where and why.");
-    }
-
-    // Code that defines or calls the grader's own functions (grader/compile.cpp's
-    // judge rules) is never run: loaded with the driver, it could steer what
-    // the runner records.
-    if (!compiled.refuses_run.empty()) {
-      forbid(compiled.refuses_run, compiled.forbidden_symbols);
-      return finish(Verdict::forbidden, "Forbidden, not run: " + compiled.refuses_run + ".");
-    }
+    if (!compiled.ok) report.compiler_output = compiled.diagnostics;
+    const auto& checks = exercise.checks;
+    const bool no_builtins =
+        std::any_of(checks.begin(), checks.end(), [](const CheckSpec& check) { return check.id == "no_builtins"; });
+    if (auto decided = verdict_of_compile(compiled, no_builtins)) return decide(std::move(*decided));
 
     if (compiled.shared_object != prepared.shared_object)
       throw GraderFault("the compiled submission is at " + compiled.shared_object.string() + ", not " +
@@ -459,14 +452,8 @@ struct GradeInProgress {
       end.where = running_when_stopped(stream, requests);
       end.case_basis = case_limit_basis(stream);
     }
-    if (auto decided = verdict_of_run_end(end, run_limits)) {
-      if (!decided->forbids.empty()) {
-        std::vector<std::string> evidence = {wire::kChannelReplaced};
-        evidence.insert(evidence.end(), compiled.forbidden_symbols.begin(), compiled.forbidden_symbols.end());
-        forbid(decided->forbids, std::move(evidence));
-      }
-      return finish(decided->verdict, std::move(decided->summary));
-    }
+    end.forbidden_symbols = compiled.forbidden_symbols;
+    if (auto decided = verdict_of_run_end(end, run_limits)) return decide(std::move(*decided));
     std::vector<wire::Record> responses;
     try {
       if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
@@ -488,7 +475,7 @@ struct GradeInProgress {
   std::string case_limit_basis(const wire::RunnerStream& stream) const {
     const auto rule = case_rule(options, prepared);
     if (!stream.last_started) return fmt::format("; loading your library may take {:g} s", rule.floor_seconds);
-    if (!stream.results.empty()) return fmt::format("; ending may take {:g} s", rule.floor_seconds);
+    if (!stream.results.empty()) return fmt::format("; ending may take {:g} s", rule.end_seconds);
     auto basis = fmt::format("; each case may take {:g} s, or {:g} times the reference's time on it where that is longer",
                              rule.floor_seconds, rule.factor);
     if (stream.last_started && *stream.last_started < reference_seconds.size() &&

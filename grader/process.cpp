@@ -391,6 +391,14 @@ ChildOutcome run_child(const ChildSpec& spec) {
   };
   while (true) {
     check_ended(false);
+    // A forked child that has exited (its pidfd says so) has finished its run:
+    // its wait status comes through its zygote, which may lag behind, and a
+    // zygote's stall must not turn a finished run into a timeout. Waited for
+    // (zygote_reported's bound); a zygote that never says is the grader's fault.
+    if (forked && !reaped) {
+      pollfd exited{forked->pidfd, POLLIN, 0};
+      if (poll(&exited, 1, 0) > 0) check_ended(true);
+    }
     if (waiting_for_request &&
         spec.deferred_request.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       waiting_for_request = false;
@@ -445,7 +453,10 @@ ChildOutcome run_child(const ChildSpec& spec) {
       if (fd >= 0) fds.push_back({fd, POLLIN, 0});
     }
     if (request.write >= 0 && !waiting_for_request) fds.push_back({request.write, POLLOUT, 0});
-    if (forked && !reaped) fds.push_back({forked->status_fd, POLLIN, 0});
+    if (forked && !reaped) {
+      fds.push_back({forked->status_fd, POLLIN, 0});
+      fds.push_back({forked->pidfd, POLLIN, 0});  // its exit wakes the loop, whatever its zygote does
+    }
     const auto next_deadline = std::min(deadline, step_deadline);
     int wait_ms =
         static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline - now).count()) + 1;

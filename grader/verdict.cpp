@@ -4,8 +4,18 @@
 
 #include <algorithm>
 
+#include "wire.h"
+
 namespace grader {
 namespace {
+
+// The evidence beside a replaced result channel: the runner's last word and
+// what the compiled code was seen to use.
+std::vector<std::string> channel_evidence(const RunEnd& end) {
+  std::vector<std::string> evidence = {wire::kChannelReplaced};
+  evidence.insert(evidence.end(), end.forbidden_symbols.begin(), end.forbidden_symbols.end());
+  return evidence;
+}
 
 // The exercise.yaml check a result is of, if any.
 const CheckSpec* spec_of(const Exercise& exercise, const CheckResult& check) {
@@ -74,51 +84,76 @@ ChecksVerdict verdict_of_checks(const std::vector<CheckResult>& checks,
   return out;
 }
 
-std::optional<RunVerdict> verdict_of_run_end(const RunEnd& end, const StepLimits& limits) {
+std::optional<StageVerdict> verdict_of_compile(const CompileResult& compiled, bool no_builtins) {
+  if (!compiled.ok) {
+    // grader/prelude.h poisons the names of inline built-ins: naming one (to
+    // call it, or to rename it with a macro) is using it.
+    if (no_builtins && compiled.diagnostics.find("poisoned identifier") != std::string::npos) {
+      return StageVerdict{Verdict::forbidden,
+                          "Your code names a built-in that does the exercise for you (the compiler calls it a "
+                          "poisoned identifier, above); build it from basic operations (matmul, softmax, "
+                          "masked_fill, ...).",
+                          "your code names a LibTorch built-in that does the exercise for you",
+                          {first_line(compiled.diagnostics)}};
+    }
+    return StageVerdict{Verdict::compile_error, "Your code does not compile: the compiler's messages say where and why.",
+                        "", {}};
+  }
+  // Code that defines or calls the grader's own functions (grader/compile.cpp's
+  // judge rules) is never run: loaded with the driver, it could steer what
+  // the runner records.
+  if (!compiled.refuses_run.empty()) {
+    return StageVerdict{Verdict::forbidden, "Forbidden, not run: " + compiled.refuses_run + ".", compiled.refuses_run,
+                        compiled.forbidden_symbols};
+  }
+  return std::nullopt;
+}
+
+std::optional<StageVerdict> verdict_of_run_end(const RunEnd& end, const StepLimits& limits) {
   auto number = [](double value) { return fmt::format("{:g}", value); };
   const std::string look = ": look for an endless loop, a wait, or far too much work.";
   if (end.memory_exceeded) {
-    return RunVerdict{Verdict::memory_limit,
+    return StageVerdict{Verdict::memory_limit,
                       "Your code used more than the " + number(limits.memory_mb) +
                           " MB memory limit and was stopped: look for tensors kept alive in a loop or far larger than "
                           "the inputs.",
-                      ""};
+                      "", {}};
   }
   if (end.output_exceeded) {
-    return RunVerdict{Verdict::output_limit,
+    return StageVerdict{Verdict::output_limit,
                       "Your code printed more than the " + number(limits.output_kb) +
                           " KB output limit and was stopped: remove prints inside loops.",
-                      ""};
+                      "", {}};
   }
   if (end.timed_out) {
     if (end.case_limit_seconds && !end.cpu_exceeded) {
-      return RunVerdict{Verdict::timeout,
+      return StageVerdict{Verdict::timeout,
                         "Your code was stopped after " + number(*end.case_limit_seconds) + " s" + end.where +
                             end.case_basis + look,
-                        ""};
+                        "", {}};
     }
     const auto what =
         end.cpu_exceeded ? number(limits.cpu_seconds) + " s of CPU time" : number(limits.seconds) + " s";
-    return RunVerdict{Verdict::timeout, "Your code was stopped after " + what + end.where + look, ""};
+    return StageVerdict{Verdict::timeout, "Your code was stopped after " + what + end.where + look, "", {}};
   }
   if (end.channel_replaced) {
-    return RunVerdict{Verdict::forbidden,
+    return StageVerdict{Verdict::forbidden,
                       "Your code replaced the grader's result channel (a file descriptor of the process), so nothing "
                       "it computed can be trusted; attention code never touches descriptors.",
-                      "your code replaced the grader's result channel (a file descriptor)"};
+                      "your code replaced the grader's result channel (a file descriptor)", channel_evidence(end)};
   }
   if (end.forbidden_call) {
-    return RunVerdict{Verdict::forbidden,
+    return StageVerdict{Verdict::forbidden,
                       "Your code made a system call the sandbox forbids (starting programs or processes, signalling "
                       "other processes, network, debugging other processes, namespaces); the exercise needs none of "
                       "them.",
-                      ""};
+                      "", {}};
   }
   if (end.process_cap_hit) {
-    return RunVerdict{Verdict::runtime_error,
+    return StageVerdict{Verdict::runtime_error,
                       "Your code tried to start more than " + std::to_string(limits.processes) +
                           " processes or threads; the exercise needs none.",
-                      ""};
+                      "", {}};
   }
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "compile.h"
 #include "exercise.h"
 #include "report.h"
 
@@ -60,24 +61,34 @@ struct RunEnd {
   bool cpu_exceeded = false;                  // the CPU-time limit (also timed_out)
   std::optional<double> case_limit_seconds;  // a case's own limit (also timed_out): its seconds
   bool channel_replaced = false;              // the runner's last word: its result channel is not its own
+  std::vector<std::string> forbidden_symbols; // found in the compiled code (evidence beside a replaced channel)
   bool forbidden_call = false;                // killed by the system-call filter
   bool process_cap_hit = false;
   std::string where;       // what was running when it was stopped (", in case 3 of 19 (...)")
   std::string case_basis;  // why a case's own limit is what it is ("; each case may take ...")
 };
 
-struct RunVerdict {
+// A verdict a stage decides before the checks run.
+struct StageVerdict {
   Verdict verdict = Verdict::runtime_error;
   std::string summary;
   // Where the exercise has a no_builtins check, it fails with this message
-  // (the code did what no attention code does); empty: nothing to add.
+  // and evidence (the code did what no attention code does); empty: nothing to add.
   std::string forbids;
+  std::vector<std::string> evidence;
 };
+
+// The verdict a compile decides on its own: a file that names a poisoned
+// built-in (grader/prelude.h; `no_builtins`: the exercise forbids them) is
+// forbidden, any other compile failure a compile error, and compiled code
+// that defines or calls the grader's own functions (CompileResult::refuses_run)
+// is forbidden without running. nullopt: the code runs.
+std::optional<StageVerdict> verdict_of_compile(const CompileResult& compiled, bool no_builtins);
 
 // The verdict the run's end decides on its own, by the first of these that
 // holds: memory, output, time (a case's own limit, CPU, wall clock), a
 // replaced result channel, a forbidden system call, the process cap.
 // nullopt: none; the results decide.
-std::optional<RunVerdict> verdict_of_run_end(const RunEnd& end, const StepLimits& limits);
+std::optional<StageVerdict> verdict_of_run_end(const RunEnd& end, const StepLimits& limits);
 
 }  // namespace grader

@@ -31,7 +31,7 @@ TEST(CaseLimit, FloorFactorAndWholeLimit) {
 }
 
 TEST(CaseLimit, StepsFollowTheRunnersMarkers) {
-  const auto limit = case_step_limit({3, 4, 5}, 1);
+  const auto limit = case_step_limit({3, 4, 5}, 1, 6);
   const std::string ready = wire::kRunnerReady, started = wire::kCaseStarted;
   struct Row {
     std::string bytes;
@@ -46,9 +46,9 @@ TEST(CaseLimit, StepsFollowTheRunnersMarkers) {
       {ready + started + "0\n" + started + "1", true, 2, 3},  // the next marker cut mid-line: still the first
       {ready + started + "0\n" + started + "2\n", true, 3, 5},  // the third case (its index, not its rank)
       {ready + started + "7\n", false, 0, 0},              // a case it was not given
-      {ready + started + "1\nRESULTS", true, 3, 1},        // the results under way: ending
+      {ready + started + "1\nRESULTS", true, 3, 6},        // the results under way: ending
       {ready + started + "0\nCA", true, 2, 3},             // a marker's first bytes are no results
-      {ready + started + "0\nCASE 12x", true, 3, 1},       // but no marker goes on like that
+      {ready + started + "0\nCASE 12x", true, 3, 6},       // but no marker goes on like that
   };
   for (const auto& row : rows) {
     SCOPED_TRACE(row.bytes);
@@ -67,7 +67,7 @@ TEST(CaseLimit, RunChildStopsAStepThatOverstays) {
   spec.argv = {"/bin/sh", "-c", "printf 'RUNNER-READY\\nCASE 0\\n' >&4; sleep 0.2; printf 'CASE 1\\n' >&4; sleep 30"};
   spec.result_channel = true;
   spec.limits.wall_seconds = 30;
-  spec.step_limit = case_step_limit({1, 0.5}, 1);
+  spec.step_limit = case_step_limit({1, 0.5}, 1, 1);
   const auto outcome = run_child(spec);
   EXPECT_TRUE(outcome.timed_out);
   ASSERT_TRUE(outcome.step_limit_seconds.has_value());
@@ -76,7 +76,7 @@ TEST(CaseLimit, RunChildStopsAStepThatOverstays) {
   EXPECT_EQ(wire::split_runner_stream(outcome.result).last_started, 1u);
 
   spec.argv = {"/bin/sh", "-c", "printf 'RUNNER-READY\\nCASE 0\\n' >&4; sleep 0.6; printf 'CASE 1\\n' >&4; sleep 0.6"};
-  spec.step_limit = case_step_limit({1, 1}, 1);
+  spec.step_limit = case_step_limit({1, 1}, 1, 1);
   const auto kept = run_child(spec);  // 1.2 s in all, each step under its 1 s
   EXPECT_TRUE(kept.exited_cleanly()) << kept.describe_end();
   EXPECT_FALSE(kept.step_limit_seconds.has_value());

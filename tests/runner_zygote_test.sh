@@ -50,17 +50,21 @@ descends_from_batch() {  # PID: whether this batch started it (other tests' zygo
   done
   return 1
 }
-zygote=""
-for ((i = 0; i < 300; i++)); do
-  [[ -z $zygote ]] || break
-  sleep 0.1
-  for pid in $(pgrep -x grader-runner); do
-    parent=$(parent_of "$pid") || continue
-    # The zygote is the grader-runner whose parent is not one (its children are).
-    [[ $(cat "/proc/$parent/comm" 2>/dev/null) != grader-runner ]] && pgrep -x -P "$pid" grader-runner >/dev/null &&
-      descends_from_batch "$pid" && zygote=$pid
+# The batch's zygote once it has a child running: the grader-runner whose
+# parent is not one (its children are).
+zygote_with_child() {
+  local pid parent
+  for ((i = 0; i < 300; i++)); do
+    sleep 0.1
+    for pid in $(pgrep -x grader-runner); do
+      parent=$(parent_of "$pid") || continue
+      [[ $(cat "/proc/$parent/comm" 2>/dev/null) != grader-runner ]] && pgrep -x -P "$pid" grader-runner >/dev/null &&
+        descends_from_batch "$pid" && { echo "$pid"; return 0; }
+    done
   done
-done
+  return 1
+}
+zygote=$(zygote_with_child)
 [[ -n $zygote ]] || { kill "$batch"; fail "no zygote with a running child was seen"; }
 kill -9 "$zygote"
 wait "$batch"
@@ -73,4 +77,20 @@ assert hung["verdict"] == "grader_error", hung
 assert "zygote" in json.dumps(hung), hung
 assert solution["verdict"] == "passed" and solution["timing"]["runner_forked"] is True, solution
 PY
-echo "PASSED: forked and fresh runners grade alike; a lost zygote is the grader's fault and is replaced"
+# A zygote stalled (stopped) past the ending's own limit while its child
+# finishes: the child's exit, seen through its pidfd, ends the run; the wait
+# status arrives once the zygote goes on. A stall is never the learner's timeout.
+"${grade[@]}" exercise_sdpa --submission "$root/solutions/exercise_sdpa/sdpa.cpp" --jobs 1 --no-cache \
+  --format json --color never >"$work/stalled.json" 2>"$work/err" &
+batch=$!
+zygote=$(zygote_with_child) || { kill "$batch"; fail "no zygote with a running child was seen (stall)"; }
+kill -STOP "$zygote"
+sleep 7
+kill -CONT "$zygote"
+wait "$batch"
+python3 - "$work/stalled.json" <<'PY' || fail "$(head -c 3000 "$work/stalled.json") $(head -c 1000 "$work/err")"
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["verdict"] == "passed" and report["timing"]["runner_forked"] is True, report["summary"]
+PY
+echo "PASSED: forked and fresh runners grade alike; a lost zygote is the grader's fault and is replaced; a stalled one is no timeout"

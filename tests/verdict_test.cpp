@@ -12,6 +12,7 @@
 #include "exercise.h"
 #include "project_root.h"
 #include "verdict.h"
+#include "wire.h"
 
 namespace grader {
 namespace {
@@ -96,6 +97,48 @@ Exercise mhsa_with(const std::string& from, const std::string& to) {
 
 const std::string kGpuCheck = "{id: gpu_execution, kind: gpu_execution,";
 
+// A compile decides before anything runs, one rule per row.
+TEST(VerdictOfCompile, OneRulePerRow) {
+  auto compiled = [](bool ok, std::string diagnostics, std::string refuses) {
+    CompileResult result;
+    result.ok = ok;
+    result.diagnostics = std::move(diagnostics);
+    result.refuses_run = std::move(refuses);
+    result.forbidden_symbols = {"grader_run_case"};
+    return result;
+  };
+  const std::string poisoned = "x.cpp:3:10: error: attempt to use a poisoned identifier\n  f();";
+  struct Row {
+    const char* what;
+    CompileResult compiled;
+    bool no_builtins;
+    std::optional<Verdict> verdict;
+    const char* says;
+    std::vector<std::string> evidence;  // where it forbids
+  };
+  const Row rows[] = {
+      {"compiled", compiled(true, "", ""), true, std::nullopt, "", {}},
+      {"an error", compiled(false, "x.cpp:1: error: expected ';'", ""), true, Verdict::compile_error,
+       "does not compile", {}},
+      {"a poisoned built-in", compiled(false, poisoned, ""), true, Verdict::forbidden, "poisoned identifier",
+       {"x.cpp:3:10: error: attempt to use a poisoned identifier"}},
+      {"a poisoned name where built-ins are allowed", compiled(false, poisoned, ""), false, Verdict::compile_error,
+       "does not compile", {}},
+      {"the grader's own functions", compiled(true, "", "it defines grader_run_case"), true, Verdict::forbidden,
+       "Forbidden, not run: it defines grader_run_case.", {"grader_run_case"}},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.what);
+    const auto got = verdict_of_compile(row.compiled, row.no_builtins);
+    ASSERT_EQ(got.has_value(), row.verdict.has_value());
+    if (!got) continue;
+    EXPECT_EQ(got->verdict, *row.verdict);
+    EXPECT_NE(got->summary.find(row.says), std::string::npos) << got->summary;
+    EXPECT_EQ(got->evidence, row.evidence);
+    EXPECT_EQ(got->forbids.empty(), row.evidence.empty());
+  }
+}
+
 // The run's end decides before any result is read, one rule per row, in order.
 TEST(VerdictOfRunEnd, OneRulePerRowFirstMatchWins) {
   const StepLimits limits{30, 20, 1024, 32, 512};
@@ -146,12 +189,15 @@ TEST(VerdictOfRunEnd, OneRulePerRowFirstMatchWins) {
   };
   for (const auto& row : rows) {
     SCOPED_TRACE(row.what);
-    const auto got = verdict_of_run_end(row.end, limits);
+    auto end = row.end;
+    end.forbidden_symbols = {"dup2"};
+    const auto got = verdict_of_run_end(end, limits);
     ASSERT_EQ(got.has_value(), row.verdict.has_value());
     if (!got) continue;
     EXPECT_EQ(got->verdict, *row.verdict);
     EXPECT_NE(got->summary.find(row.says), std::string::npos) << got->summary;
     EXPECT_EQ(!got->forbids.empty(), row.forbids);
+    if (row.forbids) EXPECT_EQ(got->evidence, (std::vector<std::string>{wire::kChannelReplaced, "dup2"}));
   }
 }
 
