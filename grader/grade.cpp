@@ -380,9 +380,8 @@ struct GradeInProgress {
   // The exercise's no_builtins check, failed with `message`, is the report's
   // one check (where the exercise has that check).
   void forbid(const std::string& message, std::vector<std::string> evidence) {
-    const auto& checks = prepared.exercise.checks;
-    if (std::any_of(checks.begin(), checks.end(), [](const CheckSpec& check) { return check.id == "no_builtins"; })) {
-      report.checks = {ResultBuilder(prepared.exercise).fail("no_builtins", message, std::move(evidence))};
+    if (forbids_builtins(prepared.exercise)) {
+      report.checks = {ResultBuilder(prepared.exercise).fail(kNoBuiltinsCheck, message, std::move(evidence))};
     }
   }
 
@@ -411,10 +410,7 @@ struct GradeInProgress {
     report.compile_cached = compiled.cached;
     report.compile_ahead = compiled.ahead;
     if (!compiled.ok) report.compiler_output = compiled.diagnostics;
-    const auto& checks = exercise.checks;
-    const bool no_builtins =
-        std::any_of(checks.begin(), checks.end(), [](const CheckSpec& check) { return check.id == "no_builtins"; });
-    if (auto decided = verdict_of_compile(compiled, no_builtins)) return decide(std::move(*decided));
+    if (auto decided = verdict_of_compile(compiled, forbids_builtins(exercise))) return decide(std::move(*decided));
 
     if (compiled.shared_object != prepared.shared_object)
       throw GraderFault("the compiled submission is at " + compiled.shared_object.string() + ", not " +
@@ -546,7 +542,7 @@ struct GradeInProgress {
 
     // A built-in that does the exercise is not a wrong answer but a forbidden one.
     for (const auto& check : report.checks) {
-      if (check.id == "no_builtins" && check.status == CheckStatus::failed) {
+      if (check.id == kNoBuiltinsCheck && check.status == CheckStatus::failed) {
         auto verdict = finish(Verdict::forbidden, "");
         verdict.summary = "Forbidden: " + check.message;
         return verdict;

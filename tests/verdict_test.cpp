@@ -197,7 +197,9 @@ TEST(VerdictOfRunEnd, OneRulePerRowFirstMatchWins) {
     EXPECT_EQ(got->verdict, *row.verdict);
     EXPECT_NE(got->summary.find(row.says), std::string::npos) << got->summary;
     EXPECT_EQ(!got->forbids.empty(), row.forbids);
-    if (row.forbids) EXPECT_EQ(got->evidence, (std::vector<std::string>{wire::kChannelReplaced, "dup2"}));
+    if (row.forbids) {
+      EXPECT_EQ(got->evidence, (std::vector<std::string>{wire::kChannelReplaced, "dup2"}));
+    }
   }
 }
 

@@ -201,7 +201,7 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   }
   for (const auto& symbol : input.forbidden_symbols) found.insert(symbol);
   if (tampered) {
-    return results.fail("no_builtins",
+    return results.fail(kNoBuiltinsCheck,
                         "your code switched off LibTorch's operator recording, which the grader relies on");
   }
   if (!found.empty()) {
@@ -210,20 +210,20 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
     // an operator's implementation directly ..."): say that, not "a built-in".
     bool hides = std::any_of(evidence.begin(), evidence.end(),
                              [](const std::string& item) { return item.rfind("your code ", 0) == 0; });
-    return results.fail("no_builtins",
+    return results.fail(kNoBuiltinsCheck,
                         hides ? "your code reaches past what the grader can see run (the evidence says how); "
                                 "build the exercise from basic operations (matmul, softmax, masked_fill, ...)"
                               : "your code uses a built-in that implements the exercise for you; build it from basic "
                                 "operations (matmul, softmax, masked_fill, ...)",
                         evidence);
   }
-  if (!any_completed) return results.skip("no_builtins", "not assessed: none of your code ran to completion");
+  if (!any_completed) return results.skip(kNoBuiltinsCheck, "not assessed: none of your code ran to completion");
   if (unrecorded) {
-    return results.skip("no_builtins",
+    return results.skip(kNoBuiltinsCheck,
                         "not assessed: no LibTorch operation of your code was recorded, so the grader cannot tell "
                         "which operators computed your answer");
   }
-  return results.pass("no_builtins", "only basic operations ran");
+  return results.pass(kNoBuiltinsCheck, "only basic operations ran");
 }
 
 bool is_matrix_product(const std::string& op) {

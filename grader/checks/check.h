@@ -17,6 +17,17 @@
 
 namespace grader {
 
+// The check that only basic operations ran (check_no_builtins); also what
+// fails where the compile or the run shows forbidden code (grade.cpp).
+inline constexpr const char* kNoBuiltinsCheck = "no_builtins";
+// Whether `exercise` forbids the built-ins that do it (it declares that check).
+inline bool forbids_builtins(const Exercise& exercise) {
+  for (const auto& check : exercise.checks) {
+    if (check.id == kNoBuiltinsCheck) return true;
+  }
+  return false;
+}
+
 enum class CheckStatus { passed, failed, skipped };
 
 struct CheckResult {
