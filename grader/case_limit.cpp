@@ -1,24 +1,11 @@
 #include "case_limit.h"
 
 #include <algorithm>
-#include <string_view>
 #include <utility>
 
 #include "wire.h"
 
 namespace grader {
-namespace {
-
-// Whether bytes from `at` on are the start of a case marker, its line not yet whole.
-bool marker_begun(const std::string& bytes, size_t at) {
-  const auto rest = std::string_view(bytes).substr(at);
-  const std::string_view marker = wire::kCaseStarted;
-  if (rest.size() <= marker.size()) return marker.substr(0, rest.size()) == rest;
-  return rest.substr(0, marker.size()) == marker && rest.size() - marker.size() <= 9 &&
-         rest.find_first_not_of("0123456789", marker.size()) == std::string_view::npos;
-}
-
-}  // namespace
 
 CaseLimitRule case_limit_rule(const std::string& device) {
   CaseLimitRule rule;
@@ -38,9 +25,8 @@ std::function<std::optional<StepLimit>(const std::string&)> case_step_limit(std:
           end_seconds](const std::string& bytes) -> std::optional<StepLimit> {
     const auto progress = wire::runner_progress(bytes);
     if (!progress.ready) return std::nullopt;
-    // Sending the results and ending. (Not a
-    // marker's first bytes, which a read may split from the rest.)
-    if (progress.rest_at < bytes.size() && !marker_begun(bytes, progress.rest_at)) {
+    // Sending the results and ending (not a marker's first bytes, split from the rest by a read).
+    if (progress.rest_at < bytes.size() && !progress.marker_cut) {
       return StepLimit{progress.markers + 1, end_seconds};
     }
     if (!progress.last_started) return StepLimit{progress.markers, load_seconds};

@@ -158,17 +158,26 @@ RunnerProgress runner_progress(const std::string& bytes) {
   if (bytes.compare(0, kRunnerReady.size(), kRunnerReady) != 0) return progress;
   progress.ready = true;
   progress.markers = 1;
+  const std::string_view marker = kCaseStarted;
+  // A case's index: up to 9 digits.
+  auto index_digits = [](std::string_view digits) {
+    return !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string_view::npos;
+  };
   size_t at = kRunnerReady.size();
-  while (bytes.compare(at, kCaseStarted.size(), kCaseStarted) == 0) {
+  while (bytes.compare(at, marker.size(), marker) == 0) {
     const size_t end = bytes.find('\n', at);
     if (end == std::string::npos) break;  // cut off mid-line: the case before it
-    const auto digits = std::string_view(bytes).substr(at + kCaseStarted.size(), end - at - kCaseStarted.size());
-    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) break;
+    const auto digits = std::string_view(bytes).substr(at + marker.size(), end - at - marker.size());
+    if (!index_digits(digits)) break;
     progress.last_started = std::stoul(std::string(digits));
     ++progress.markers;
     at = end + 1;
   }
   progress.rest_at = std::min(at, bytes.size());
+  const auto rest = std::string_view(bytes).substr(progress.rest_at);
+  progress.marker_cut = !rest.empty() && (rest.size() <= marker.size() ? marker.substr(0, rest.size()) == rest
+                                                                        : rest.substr(0, marker.size()) == marker &&
+                                                                              index_digits(rest.substr(marker.size())));
   return progress;
 }
 

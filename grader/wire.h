@@ -85,12 +85,15 @@ struct RunnerStream {
 RunnerStream split_runner_stream(const std::string& bytes);
 // The same read off the front of the stream as it arrives, without copying:
 // how many markers (ready, then one per case) came whole, the last case
-// begun, and where whatever follows them starts (bytes.size() when nothing does).
+// begun, and where whatever follows them starts (bytes.size() when nothing
+// does); `marker_cut`: what follows is a marker's first bytes, its line not
+// yet whole (a read may split it), not the results.
 struct RunnerProgress {
   bool ready = false;
   size_t markers = 0;
   std::optional<size_t> last_started;
   size_t rest_at = 0;
+  bool marker_cut = false;
 };
 RunnerProgress runner_progress(const std::string& bytes);
 // The runner's last word when the descriptor of its result channel is no

@@ -42,6 +42,30 @@ TEST(Wire, SplitsTheRunnerStream) {
   }
 }
 
+// What follows the whole markers, read as the stream arrives: a marker's first
+// bytes (a read split its line) are not yet the results.
+TEST(Wire, ProgressTellsACutMarkerFromTheResults) {
+  const struct {
+    const char* bytes;
+    size_t markers;
+    bool marker_cut;
+  } rows[] = {
+      {"RUNNER-READY\n", 1, false},                 // nothing follows
+      {"RUNNER-READY\nCASE 0\nCA", 2, true},         // a marker's first bytes
+      {"RUNNER-READY\nCASE 0\nCASE ", 2, true},
+      {"RUNNER-READY\nCASE 0\nCASE 12", 2, true},    // its index, not yet its newline
+      {"RUNNER-READY\nCASE 0\nCASE 12x", 2, false},  // no marker goes on like that
+      {"RUNNER-READY\nCASE 0\nCASE 1234567890", 2, false},
+      {"RUNNER-READY\nCASE 0\nATTNWIR1", 2, false},  // the results
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.bytes);
+    const auto progress = runner_progress(row.bytes);
+    EXPECT_EQ(progress.markers, row.markers);
+    EXPECT_EQ(progress.marker_cut, row.marker_cut);
+  }
+}
+
 TEST(Wire, RoundTripsEveryKind) {
   Record record;
   record.tensors["x"] = at::randn({2, 3}, at::kDouble);
