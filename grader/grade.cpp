@@ -314,8 +314,6 @@ std::string running_when_stopped(const wire::RunnerStream& stream, const std::ve
                      request.string_or("describe", request.string_or("case", "?")));
 }
 
-// The runner's step limit for cases the reference takes `reference_seconds`
-// on (case_limit.h), within the run's whole limit.
 // The case limits' rule for this grade: the device's, with --case-time-limit.
 CaseLimitRule case_rule(const GradeOptions& options, const PreparedGrade& prepared) {
   auto rule = case_limit_rule(prepared.target.device);
@@ -323,6 +321,8 @@ CaseLimitRule case_rule(const GradeOptions& options, const PreparedGrade& prepar
   return rule;
 }
 
+// The runner's step limit for cases the reference takes `reference_seconds`
+// on (case_limit.h), within the run's whole limit.
 std::function<std::optional<StepLimit>(const std::string&)> case_limits_of(const GradeOptions& options,
                                                                              const PreparedGrade& prepared,
                                                                              const std::vector<double>& reference_seconds) {
@@ -474,9 +474,9 @@ struct GradeInProgress {
     if (!stream.results.empty()) return fmt::format("; ending may take {:g} s", rule.end_seconds);
     auto basis = fmt::format("; each case may take {:g} s, or {:g} times the reference's time on it where that is longer",
                              rule.floor_seconds, rule.factor);
-    if (stream.last_started && *stream.last_started < reference_seconds.size() &&
-        reference_seconds[*stream.last_started] >= 0) {
-      basis += fmt::format(" (the reference takes {:.3g} ms on this one)", 1000 * reference_seconds[*stream.last_started]);
+    const size_t index = *stream.last_started;
+    if (index < reference_seconds.size() && reference_seconds[index] >= 0) {
+      basis += fmt::format(" (the reference takes {:.3g} ms on this one)", 1000 * reference_seconds[index]);
     }
     return basis;
   }
@@ -685,7 +685,8 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
   if (auto stopped = grading.after_compile(compiled)) return *stopped;
 
   auto run_start = Clock::now();
-  auto outcome = prepared->runner->finish(wire::encode(requests), case_limits_of(options, *prepared, grading.reference_seconds));
+  auto outcome =
+      prepared->runner->finish(wire::encode(requests), case_limits_of(options, *prepared, grading.reference_seconds));
   grading.report.run_seconds = seconds_since(run_start);
   return grading.conclude(compiled, requests, outcome, speed_request);
 }

@@ -494,7 +494,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
                         check.kind + "', which neither the kit nor grader/checks/" + exercise_.id + " implements");
     }
     for (const auto& id : check.cases) {
-      const bool refusal = std::any_of(refusals_.begin(), refusals_.end(), [&](const auto& r) { return r.id == id; });
+      const bool refusal = is_refusal(id);
       if (refusal != (check.kind == "refuses")) {
         throw ConfigError((exercise_.dir / "exercise.yaml").string() + ": check '" + check.id + "' lists case '" + id +
                           "': cases with expect: error belong to refuses checks, and only they");
@@ -671,14 +671,16 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
   return cases;
 }
 
+bool Kit::is_refusal(const std::string& case_id) const {
+  return std::any_of(refusals_.begin(), refusals_.end(), [&](const CaseSpec& spec) { return spec.id == case_id; });
+}
+
 std::vector<double> Kit::reference_seconds(const std::vector<wire::Record>& requests) const {
   std::vector<double> seconds;
   seconds.reserve(requests.size());
   for (const auto& request : requests) {
-    const auto id = request.string_or("case", "");
-    const bool refusal = std::any_of(refusals_.begin(), refusals_.end(), [&](const auto& r) { return r.id == id; });
     double taken = -1;
-    if (!refusal) {
+    if (!is_refusal(request.string_or("case", ""))) {
       CaseRun run;
       run.request = request;
       const auto start = std::chrono::steady_clock::now();

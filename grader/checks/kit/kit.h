@@ -254,6 +254,7 @@ class Kit : public Suite {
   std::optional<AttentionProbe> probe_;
   std::vector<CaseSpec> cases_;     // exercise.yaml's cases this LibTorch can run (results expected)
   std::vector<CaseSpec> refusals_;  // its cases with expect: error (planned, never given to the reference)
+  bool is_refusal(const std::string& case_id) const;  // one of refusals_
   std::map<std::string, std::string> unsupported_;  // the others, by id: why not
   std::map<std::string, CheckFn> custom_;
   std::set<std::string> droppable_;  // Kit::dropout_sites
