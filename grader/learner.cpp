@@ -36,14 +36,15 @@ std::optional<std::string> read_whole(const fs::path& file) {
   return text.str();
 }
 
-std::string local_stamp() {
+std::string local_time(const char* format) {
   std::time_t now = std::time(nullptr);
   std::tm local{};
   localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-  return stamp;
+  char text[64];
+  return std::strftime(text, sizeof text, format, &local) ? text : "";
 }
+
+std::string local_stamp() { return local_time("%Y%m%d-%H%M%S"); }
 
 // `grade list`: the exercises in learning order, with this learner's progress.
 int list(const fs::path& root) {

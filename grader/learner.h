@@ -23,6 +23,8 @@ int hint(const std::filesystem::path& root, const std::vector<std::string>& path
 int solution(const std::filesystem::path& root, const std::vector<std::string>& paths, bool reveal);
 // A file's bytes, whole; nullopt if it cannot be read.
 std::optional<std::string> read_whole(const std::filesystem::path& file);
+// Now, local time, in strftime's `format`.
+std::string local_time(const char* format);
 // Now, local time, as names of backups and attempts carry it: 20261126-183012.
 std::string local_stamp();
 // Saves `text`, the learner's file `name` of `exercise`, whole to a

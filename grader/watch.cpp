@@ -8,10 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <ctime>
 #include <iostream>
 
 #include "errors.h"
+#include "learner.h"
 #include "report.h"
 
 namespace grader {
@@ -29,15 +29,6 @@ extern "C" void on_stop_signal(int) {
     char byte = 1;
     [[maybe_unused]] auto ignored = ::write(wake_pipe[1], &byte, 1);
   }
-}
-
-std::string clock_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char text[16];
-  std::strftime(text, sizeof text, "%H:%M:%S", &local);
-  return text;
 }
 
 // The file's folder, watched for what editors do when they save.
@@ -131,8 +122,8 @@ int watch(const GradeOptions& options, const WatchOptions& watch_options) {
   Prepared next;  // the next grade, started ahead
   for (int round = 1; !stop_requested; ++round) {
     if (watch_options.color) std::cout << "\x1b[H\x1b[2J";  // a fresh screen for each grade
-    std::cout << "watching " << printable(watch_options.file.string()) << " (grade " << round << ", " << clock_now()
-              << "); " << (manual ? "press Enter to grade again" : "save it to grade again") << ", Ctrl-C to stop\n";
+    std::cout << "watching " << printable(watch_options.file.string()) << " (grade " << round << ", "
+              << local_time("%H:%M:%S") << "); " << (manual ? "press Enter to grade again" : "save it to grade again") << ", Ctrl-C to stop\n";
     if (!mode_note.empty()) std::cout << "notice: " << mode_note << "\n";
     std::cout << "\n" << std::flush;
     try {

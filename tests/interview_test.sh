@@ -31,6 +31,13 @@ wait_for() {
   return 1
 }
 json() { python3 -c "import json,sys; d=json.load(open('$GRADE_PROGRESS')); print($1)"; }
+answer_until() {  # TEXT N: answer 'b' to each question, at most N times, until TEXT shows
+  for _ in $(seq "$2"); do
+    screen | grep -q "$1" && break
+    tmux send-keys -t "$session" "b" Enter
+    sleep 0.5
+  done
+}
 
 # ---- in a terminal: a submission that forgets the 1/sqrt(d_k) scale ----
 wrong=$work/mhsa.cpp
@@ -50,11 +57,7 @@ screen | grep -q "Verdict: failed" || fail "the grade's report was not shown"
 screen | grep -q "Follow-up 1 of .*(Scale by sqrt(head_dim), not sqrt(dim), missed in your code)" ||
   fail "the first follow-up is not on the focus point the grade missed (scaling)"
 # Answer every follow-up with 'b' (right or wrong, each is explained).
-for _ in $(seq 10); do
-  screen | grep -q "Interview over" && break
-  tmux send-keys -t "$session" "b" Enter
-  sleep 0.5
-done
+answer_until "Interview over" 10
 wait_for "Interview over: failed" 10 || fail "the interview did not end"
 wait_for "INTERVIEW-EXITED-1" 5 || fail "the exit status is not the grade's (1: failed)"
 screen | grep -qE "Right\.|Not quite: the answer is" || fail "no answer was judged"
@@ -123,17 +126,13 @@ cp "$root/solutions/exercise_sdpa/sdpa.cpp" "$attempt"  # what the learner write
 tmux send-keys -t "$session" "submit" Enter
 wait_for "Follow-up 1 of" 120 || fail "no follow-up after the grade from a blank page"
 screen | grep -q "Verdict: passed" || fail "the interview's own file did not pass"
-for _ in $(seq 12); do
-  screen | grep -q "Keep this attempt" && break
-  tmux send-keys -t "$session" "b" Enter
-  sleep 0.5
-done
+answer_until "Keep this attempt" 12
 wait_for "Keep this attempt" 10 || fail "the interview did not offer to keep the attempt"
 tmux send-keys -t "$session" "n" Enter
 wait_for "your own file is untouched" 10 || fail "declining to keep the attempt was not said"
 wait_for "INTERVIEW-EXITED-0" 5 || fail "the exit status is not the grade's (0: passed)"
 cmp -s "$own" "$work/own-before.cpp" || fail "an interview from a blank page changed the learner's own file"
-[[ $(python3 -c "import json; print(len(json.load(open('$GRADE_PROGRESS'))['interviews']))") == 1 ]] ||
+[[ $(json "len(d['interviews'])") == 1 ]] ||
   fail "the interview from a blank page was not recorded"
 tmux kill-session -t "$session"
 
