@@ -4,44 +4,8 @@
 // can replay), optionally an attention probe, and code only for checks no kit
 // kind covers. Parent side only: nothing here runs in the learner's process.
 //
-// Check kinds (the `kind:` of a check, default its id):
-//   parameters     every signature parameter was loaded by name (exact: true:
-//                  and nothing else is registered: no bias the signature lacks)
-//   rejects        constructing with `constructor:` arguments must throw
-//   refuses        forward on `cases` (each with the trait expect: error) must throw,
-//                  the message naming one of the comma-separated words of `mentions`
-//   shapes         every output has its signature shape on `cases` (default all)
-//   numerics       outputs match the reference on `cases`, in the case's dtype
-//   gradients      gradients of every floating input and parameter on `cases`
-//   deterministic  two runs of `cases` on identical inputs agree (eval mode)
-//   masked_values  values at fully masked keys (option `input`) do not matter
-//   work_growth    matmul/softmax operator counts do not grow from cases[0] to cases[1]
-//   dependence     redrawing each input, each parameter, and batch elements 1..
-//                  moves the output of cases[0] exactly where it moves the
-//                  reference's (option focus.<input or parameter prefix>: its focus point)
-//   dropouts       on cases[0], a Dropout is registered at each of `names`
-//                  (comma-separated, {X} templates as parameters) with the p the
-//                  constructor's argument `argument` (default dropout) was given
-//   dropout_in_training  cases[0] (eval) run twice in training mode: the two
-//                  runs differ from each other and from eval mode
-//   dropout_sites  where each Dropout of `names` acts: cases[0] in training
-//                  mode with that one at p = 1 and the others at 0 must give the
-//                  reference with its place zeroed (Kit::dropout_sites), and with
-//                  all at 0 the eval result (no dropout the statement lacks);
-//                  names: "" for a module with no dropout at all; silence:
-//                  Dropouts (or MultiheadAttentions) held at 0 in every twin,
-//                  with {X} templates ("layers.{L}.dropout"). The same
-//                  twins localise an unexplained difference (point.<name>:
-//                  the focus point of what that Dropout drops)
-//   device_placement  from the operator trace of every case: no tensor made
-//                  inside forward on a fixed device (a factory given no
-//                  device) meets the input's data, nothing is read back to the
-//                  host (.item()) or moved to the CPU; on a GPU also no
-//                  device-mismatch error and every output on the GPU
-//   gpu_execution  the cases ran on the GPU with outputs there; skipped with
-//                  the reason where the grade runs on the CPU (never passed)
-//   attention_scale, attention_axis, attention_mask   measured by probes
-//   no_builtins    no forbidden operator ran and no forbidden symbol is linked
+// Check kinds (the `kind:` of a check, default its id) are listed once, with
+// what each checks, in kinds.cpp; `grade kinds` prints that table.
 //
 // `isolate:` (every module exercise): the module's parts and the weights that
 // switch each off or make it blind to its input; twins planned beside each
@@ -113,6 +77,20 @@ struct AttentionProbe {
 class Kit;
 using CheckFn = std::function<CheckResult(const Kit&, const CheckSpec&)>;
 
+// A kit check kind, as exercise.yaml names it: what runs it, and what it checks.
+struct KindInfo {
+  std::string name;
+  CheckResult (Kit::*run)(const CheckSpec&) const;
+  // Run once per grade (Kit::measured); when it fails, its finding explains
+  // the numerics failures no known mistake reproduces.
+  bool measurement = false;
+  std::string doc;
+};
+// Every kit kind, in the order `grade kinds` lists them (kinds.cpp).
+const std::vector<KindInfo>& kinds();
+// The kind called `name`, or nullptr.
+const KindInfo* find_kind(const std::string& name);
+
 // How one planned case came out against the reference.
 enum class CaseStatus { matches, precision, differs, threw, unusable };
 
@@ -183,6 +161,8 @@ class Kit : public Suite {
   CheckResult dropout_sites(const CheckSpec& spec) const;
   CheckResult device_placement(const CheckSpec& spec) const;
   CheckResult gpu_execution(const CheckSpec& spec) const;
+  CheckResult no_builtins(const CheckSpec& spec) const;
+  friend const std::vector<KindInfo>& kinds();
   // Device-mismatch errors and outputs on another device than the cases', first of each.
   struct DeviceProblem {
     std::string what;   // "your output came back on cpu while the inputs were on cuda"

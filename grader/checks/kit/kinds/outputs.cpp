@@ -1,0 +1,372 @@
+#include "checks/kit/kit.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "checks/kit/helpers.h"
+#include "errors.h"
+#include "report.h"
+#include "runner/op_recorder.h"
+
+namespace grader::kit {
+
+CheckResult Kit::parameters(const CheckSpec& spec) const {
+  const auto& run = input_->at(cases_of(spec).front());
+  if (!run.response.ints.count("constructed")) return results_.threw(spec.id, run);
+  std::vector<std::string> evidence;
+  // One line per missing name, or per sub-module when several of its names are missing.
+  std::map<std::string, std::vector<std::string>> missing;
+  for (const auto& name : split_lines(run.response.string_or("missing_parameters", ""))) {
+    missing[name.substr(0, name.find('.'))].push_back(name);
+  }
+  const auto have = run.response.string_or("parameters", "");
+  for (const auto& [module, names] : missing) {
+    if (names.size() <= 3) {
+      for (const auto& name : names) evidence.push_back("missing or wrongly shaped: " + name);
+      continue;
+    }
+    const bool none = ("\n" + have).find("\n" + module + ".") == std::string::npos;
+    evidence.push_back(fmt::format("missing or wrongly shaped: {} parameters under '{}.' ({}, {}, ...){}", names.size(),
+                                   module, names[0], names[1],
+                                   none ? fmt::format(": your module has nothing registered under '{}' "
+                                                      "(is register_module called for it?)",
+                                                      module)
+                                        : ""));
+  }
+  std::string names;
+  const auto dims = data_of(run).dims;
+  for (const auto& param : exercise_.signature.parameters) {
+    // A template is shown once, with its range: layers.{0..2}.linear1.weight.
+    auto name = param.name;
+    if (auto pattern = name_template(name, dims)) {
+      const auto count = pattern->count;
+      name = pattern->before + (count == 1 ? "0" : fmt::format("{{0..{}}}", count - 1)) + pattern->after;
+    }
+    names += (names.empty() ? "" : ", ") + name + " " + shape_string(shape_of(param, dims));
+  }
+  if (!evidence.empty()) {
+    for (const auto& line : split_lines(run.response.string_or("parameters", ""))) {
+      evidence.push_back("your module has: " + line);
+    }
+    return results_.fail(spec.id, "the grader loads weights by name and shape: register exactly " + names, evidence);
+  }
+  if (spec.option("exact") == "true") {
+    // Nothing registered beyond the signature: a bias the statement leaves
+    // out, or a projection wider than it says, is a different module.
+    std::set<std::string> named;
+    int64_t want = 0;
+    for (const auto& param : parameters_of(exercise_.signature.parameters, dims)) {
+      named.insert(param.name);
+      int64_t count = 1;
+      for (auto size : shape_of(param, dims)) count *= size;
+      want += count;
+    }
+    std::vector<std::string> extra;
+    int64_t have_count = 0;
+    for (const auto& line : split_lines(have)) {
+      std::istringstream in(line);
+      std::string name;
+      in >> name;
+      int64_t count = 1, size = 0;
+      while (in >> size) count *= size;
+      have_count += count;
+      if (!named.count(name)) extra.push_back("registered but not in the interface: " + line);
+    }
+    if (!extra.empty()) {
+      extra.push_back(fmt::format("your module has {} parameters in all; the interface's module has {} ({})",
+                                  have_count, want, names));
+      return results_.fail(
+          spec.id, "your module registers parameters the interface does not have: register exactly " + names, extra);
+    }
+  }
+  auto dropout = spec.option("dropout");
+  if (!dropout.empty() && !registered_dropout(run, dropout)) {
+    return results_.fail(spec.id, "no Dropout submodule is registered under the name '" + dropout + "'");
+  }
+  return results_.pass(spec.id, "every parameter is registered under its name with its shape");
+}
+
+CheckResult Kit::rejects(const CheckSpec& spec) const {
+  const auto& run = input_->at("rejects~" + spec.id);
+  const auto& valid = input_->at(cases_.front().id);
+  if (!valid.response.ints.count("constructed")) {
+    return results_.skip(spec.id, "not assessed: your constructor throws for valid arguments too");
+  }
+  if (run.threw()) return results_.pass(spec.id, "refused with: " + first_line(run.error()));
+  return results_.fail(spec.id, spec.option("says", "these arguments must be refused with an error (TORCH_CHECK)"),
+                       {run.describe() + " was accepted"});
+}
+
+CheckResult Kit::refuses(const CheckSpec& spec) const {
+  // Words one of which the error must contain, so that it says why ("max_len").
+  const auto words = option_list(spec, "mentions", "");
+  std::vector<std::string> refused;
+  for (const auto& id : spec.cases) {
+    const auto& run = input_->at(id);
+    if (!run.threw()) {
+      return results_.fail(spec.id, spec.option("says", "this input must be refused with an error (TORCH_CHECK)"),
+                           {run.describe() + " was accepted"});
+    }
+    auto message = first_line(run.error());
+    // A refusal means something only where valid inputs are accepted.
+    if (!run.response.ints.count("constructed")) {
+      return results_.skip(spec.id, "not assessed: your constructor throws (" + message + ")");
+    }
+    const auto& valid = input_->at(cases_.front().id);
+    if (valid.threw() && first_line(valid.error()) == message) {
+      return results_.skip(spec.id, "not assessed: your code throws the same error on valid inputs (" + message + ")");
+    }
+    const bool says_why = words.empty() || mentions_any(message, words);
+    if (!says_why) {
+      return results_.fail(spec.id,
+                           "refused, but the error does not say why: check the input yourself and say what is wrong "
+                           "(mention " +
+                               fmt::format("{}", fmt::join(words, " or ")) + ")",
+                           {"input: " + run.describe(), "your error: " + message});
+    }
+    refused.push_back(message);
+  }
+  return results_.pass(spec.id, "refused with: " + refused.front());
+}
+
+CheckResult Kit::shapes(const CheckSpec& spec) const {
+  std::vector<std::string> evidence;
+  for (const auto& id : cases_of(spec)) {
+    const auto& run = input_->at(id);
+    if (not_runnable(run)) return explain(spec.id, id);
+    const auto dims = data_of(run).dims;
+    for (const auto& output : exercise_.signature.outputs) {
+      if (!spec.option("output").empty() && spec.option("output") != output.name) continue;
+      std::string why;
+      auto tensor = learner_tensor(run, output.name, why);
+      if (!tensor) return results_.fail(spec.id, why + " (" + run.describe() + ")");
+      auto want = shape_of(output, dims);
+      if (tensor->sizes() != at::IntArrayRef(want)) {
+        evidence.push_back(run.describe() + ": " + output.name + " " + shape_string(tensor->sizes()) + ", expected " +
+                           shape_string(want));
+      }
+    }
+  }
+  if (!evidence.empty()) return results_.fail(spec.id, "an output has the wrong shape", evidence);
+  return results_.pass(spec.id, "the right shapes in every configuration");
+}
+
+CheckResult Kit::numerics(const CheckSpec& spec) const {
+  const auto ids = cases_of(spec);
+  for (const auto& id : ids) {
+    const auto& run = input_->at(id);
+    if (!not_runnable(run)) {
+      const auto dtype = run.request.string_or("dtype", "float64");
+      const std::string want = c10::toString(dtype_of(dtype));
+      for (const auto& output : exercise_.signature.outputs) {
+        auto got = run.response.string_or(output.name + ".dtype", want);
+        if (got != want && got != "undefined") {
+          auto result = results_.fail(spec.id,
+                                      dtype + " inputs gave the " + output.name + " in dtype " + got +
+                                          ": keep the inputs' dtype (do not hard-code one)",
+                                      {"input: " + run.describe()});
+          if (has_focus_point("numerics")) result.focus_point = "numerics";
+          return result;
+        }
+      }
+    }
+    if (status(id) != CaseStatus::matches) return explain(spec.id, id);
+    // Matching within tolerance is not enough where the mask hides a key: its weight must be exactly 0.
+    auto zero_in = spec.option("zero_where_masked");
+    if (!zero_in.empty() && run.request.has_tensor("input.mask")) {
+      std::string why;
+      auto weights = learner_tensor(run, zero_in, why);
+      auto hidden = (run.request.tensor("input.mask") == 0).expand_as(*weights);
+      auto leaked = weights->masked_select(hidden).ne(0).sum().item<int64_t>();
+      if (leaked > 0) {
+        return results_.fail(
+            spec.id, "masked positions must get exactly zero weight (fill with -inf before the softmax)",
+            {"input: " + run.describe(), std::to_string(leaked) + " masked weights are not exactly 0"});
+      }
+    }
+  }
+  return results_.pass(spec.id, "matches the reference in " + std::to_string(ids.size()) + " configuration" +
+                                    (ids.size() == 1 ? "" : "s"));
+}
+
+CheckResult Kit::gradients(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& run = input_->at(id);
+  if (not_runnable(run)) return explain(spec.id, id);
+  const auto s = status(id);
+  if (s != CaseStatus::matches && s != CaseStatus::precision) {
+    return results_.skip(spec.id, "not assessed: the forward results are wrong for this input (" + run.describe() +
+                                      "), so gradients cannot be compared");
+  }
+  auto data = data_of(run);
+  for (auto& [name, tensor] : data.inputs) {
+    if (tensor.is_floating_point()) tensor = tensor.clone().requires_grad_(true);
+  }
+  for (auto& [name, tensor] : data.params) tensor = tensor.clone().requires_grad_(true);
+  auto outputs = expected(data);
+  outputs.at(exercise_.signature.outputs.front().name).backward(run.request.tensor("grad_output"));
+  std::vector<std::string> missing, differ, precise;
+  const auto& tight = exercise_.tolerance("float64");
+  const auto& loose = exercise_.tolerance("float32");
+  auto compare_grad = [&](const std::string& label, const std::string& field, const at::Tensor& want) {
+    std::string why;
+    auto got = learner_tensor(run, field, why);
+    if (!got) {
+      missing.push_back(label);
+      return;
+    }
+    auto cmp = compare(want, *got, tight);
+    if (cmp.ok) return;
+    (compare(want, *got, loose).ok ? precise : differ).push_back(label + ": " + cmp.detail);
+  };
+  for (const auto& [name, tensor] : data.inputs) {
+    if (tensor.is_floating_point()) compare_grad("input " + name, "grad.input." + name, tensor.grad());
+  }
+  for (const auto& [name, tensor] : data.params) compare_grad(name, "grad.param." + name, tensor.grad());
+  std::vector<std::string> evidence = {"input: " + run.describe()};
+  if (!missing.empty()) {
+    for (const auto& name : missing) evidence.push_back("no gradient reached " + name);
+    return results_.fail(spec.id,
+                         "no gradient reaches some inputs or parameters: something cuts them from the autograd "
+                         "graph (detach(), .data(), NoGradGuard) or they are not used",
+                         evidence);
+  }
+  // The forward only matched loosely: the gradients of a slightly different
+  // function differ too, which says nothing of the graph; nor of precision,
+  // unless the forward's own difference is float32 rounding.
+  if (s == CaseStatus::precision && (!differ.empty() || (!precise.empty() && !rounding_explains(run)))) {
+    evidence.insert(evidence.end(), differ.begin(), differ.end());
+    evidence.insert(evidence.end(), precise.begin(), precise.end());
+    auto result = results_.fail(spec.id,
+                                "unexplained: the gradients differ from the reference, and so does the forward, "
+                                "slightly (see the forward checks): fix the forward first",
+                                evidence);
+    result.blames_focus = false;
+    return result;
+  }
+  if (!differ.empty()) {
+    evidence.insert(evidence.end(), differ.begin(), differ.end());
+    return results_.fail(spec.id,
+                         "the gradients differ from the reference although the forward results match: part of the "
+                         "computation is cut from the graph (detach(), .data(), NoGradGuard) or not differentiable",
+                         evidence);
+  }
+  if (!precise.empty()) {
+    evidence.insert(evidence.end(), precise.begin(), precise.end());
+    auto result = results_.fail(spec.id,
+                                "the gradients have float32 precision in a float64 check: is a tensor or a constant "
+                                "computed in float32?",
+                                evidence);
+    if (has_focus_point("numerics")) result.focus_point = "numerics";  // a precision matter, not the graph
+    return result;
+  }
+  return results_.pass(spec.id, "gradients of every input and parameter match the reference");
+}
+
+CheckResult Kit::deterministic(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& a = input_->at(id);
+  const auto& b = input_->at(repeat_case(id));
+  for (const auto* run : {&a, &b}) {
+    if (not_runnable(*run)) return explain(spec.id, id);
+  }
+  const auto& name = exercise_.signature.outputs.front().name;
+  std::string why;
+  auto first = learner_tensor(a, name, why);
+  auto second = learner_tensor(b, name, why);
+  if (!first || !second) return results_.fail(spec.id, why);
+  auto repeat = compare(*first, *second, exercise_.tolerance("float64"));
+  if (!repeat.ok) {
+    return results_.fail(spec.id,
+                         "in eval mode the " + name +
+                             " changes between two runs on identical inputs: something random is active outside "
+                             "training (dropout must be off in eval mode: use the registered Dropout module or pass "
+                             "is_training())",
+                         {"input: " + a.describe(), "two runs: " + repeat.detail});
+  }
+  const auto s = status(id);
+  if (s == CaseStatus::matches || s == CaseStatus::precision) {
+    return results_.pass(spec.id, "eval mode is deterministic and matches the reference");
+  }
+  for (const auto& other : cases_) {
+    if (status(other.id) == CaseStatus::matches) return explain(spec.id, id);
+  }
+  return results_.skip(spec.id, "not assessed: deterministic, but the eval-mode results are wrong in every case");
+}
+
+CheckResult Kit::masked_values(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& base = input_->at(id);
+  const auto& repeat = input_->at(repeat_case(id));
+  const auto& changed = input_->at(masked_values_case(id));
+  for (const auto* run : {&base, &repeat, &changed}) {
+    if (not_runnable(*run)) return explain(spec.id, id);
+  }
+  // Results wrong for a reason of another focus point (a scrambled matmul
+  // mixes masked keys in too) say nothing about masking.
+  const auto s = status(id);
+  if (s == CaseStatus::differs) {
+    auto reason = explain(spec.id, id);
+    if (reason.focus_point != spec.focus_point) {
+      return results_.skip(spec.id, "not assessed: your results on this input are wrong for another reason (" +
+                                        reason.focus_point + ": " + first_line(reason.message) + ")");
+    }
+  }
+  const auto& name = exercise_.signature.outputs.front().name;
+  std::string why;
+  auto first = learner_tensor(base, name, why);
+  auto again = learner_tensor(repeat, name, why);
+  auto second = learner_tensor(changed, name, why);
+  if (!first || !again || !second) return results_.fail(spec.id, why);
+  if (!compare(*first, *again, exercise_.tolerance("float64")).ok) {
+    return results_.skip(spec.id,
+                         "not assessed: your " + name +
+                             " changes between two runs on identical inputs (something random runs in forward), "
+                             "so the influence of masked keys cannot be isolated");
+  }
+  auto cmp = compare(*first, *second, exercise_.tolerance("float64"));
+  if (cmp.ok) return results_.pass(spec.id, "values behind fully masked keys have no influence");
+  return results_.fail(spec.id,
+                       "changing only the keys and values that every query must ignore changed the " + name +
+                           ": masked keys still contribute (masked scores must become -inf before the softmax)",
+                       {"input: " + changed.describe(), name + " before vs after: " + cmp.detail});
+}
+
+CheckResult Kit::work_growth(const CheckSpec& spec) const {
+  const auto ids = cases_of(spec);
+  if (ids.size() != 2) throw ConfigError("check '" + spec.id + "' (work_growth) needs exactly two cases");
+  std::vector<int64_t> counts;
+  for (const auto& id : ids) {
+    const auto& run = input_->at(id);
+    if (not_runnable(run)) return explain(spec.id, id);
+    int64_t total = 0;
+    for (const auto& [op, count] : op_counts(run.response)) {
+      if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
+          op == "aten::div") {
+        total += count;
+      }
+    }
+    counts.push_back(total);
+  }
+  if (counts[1] > counts[0]) {
+    return results_.fail(spec.id,
+                         spec.option("says", "the number of matmul/softmax operations grows with the configuration"),
+                         {input_->at(ids[0]).describe() + ": " + std::to_string(counts[0]) + " operations",
+                          input_->at(ids[1]).describe() + ": " + std::to_string(counts[1]) + " operations"});
+  }
+  return results_.pass(spec.id, "the same operations run in both configurations");
+}
+
+}  // namespace grader::kit
