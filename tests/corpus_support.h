@@ -16,6 +16,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -138,9 +140,12 @@ inline std::string garbage_number(const std::string& text) {
     size_t end = at + 2;
     while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
     if (end == at + 2 || at == 0 || !std::isdigit(static_cast<unsigned char>(text[at - 1]))) continue;
-    if (std::stoi(text.substr(at + 2, std::min<size_t>(end - at - 2, 6))) < 300) continue;
     size_t start = at;
     while (start > 0 && (std::isdigit(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '.')) --start;
+    // A softmax of large logits legitimately gives 2.9e-303: only what lies
+    // below the smallest normal double is garbage.
+    const double value = std::strtod(text.substr(start, end - start).c_str(), nullptr);
+    if (value == 0 || value >= std::numeric_limits<double>::min()) continue;
     return text.substr(start, end - start);
   }
   return "";

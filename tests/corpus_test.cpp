@@ -517,6 +517,21 @@ namespace {
 
 // An unchanged submission reuses its compiled code; any edit compiles again,
 // and the cache never decides a verdict.
+// The corpus's detector of numbers read from memory never written: below the
+// smallest normal double, not merely tiny (a softmax of large logits gives
+// 2.9e-303 on one CPU and 0 on another).
+TEST(GarbageNumber, OnlySubnormalValuesAreGarbage) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"at (0, 0, 0, 0) expected 2.90085e-303, got 1", ""},
+      {"expected 1.5e-5", ""},
+      {"max abs error 4.65811e-310", "4.65811e-310"},
+      {"got 2.2e-308 then 3e-320", "2.2e-308"},
+      {"the e-mail and e-400 are words", ""},
+      {"0e-400", ""},
+  };
+  for (const auto& [text, garbage] : rows) EXPECT_EQ(garbage_number(text), garbage) << text;
+}
+
 TEST(CompileCache, ReusesOnlyUnchangedCode) {
   auto dir = fs::temp_directory_path() / ("grader-cache-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
