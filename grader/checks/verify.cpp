@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -100,6 +101,24 @@ Problems has_parts(const fs::path& root, const std::string& id) {
     }
   }
   return problems;
+}
+
+// README.md's table of exercises has its row, naming its learner file (its
+// place in the learning order is exercise_test's to check).
+Problems listed_in_readme(const fs::path& root, const std::string& id) {
+  const auto exercise = load_exercise(root / "exercises" / id);
+  std::ifstream readme(root / "README.md");
+  const std::string start = "| `" + id + "` |";
+  for (std::string line; std::getline(readme, line);) {
+    if (line.rfind(start, 0) != 0) continue;
+    if (line.find("exercises/" + id + "/" + exercise.learner_files.front()) == std::string::npos) {
+      return {"README.md's row of " + id + " does not name its learner file exercises/" + id + "/" +
+              exercise.learner_files.front()};
+    }
+    return {};
+  }
+  return {"README.md's table of exercises has no row " + start + " (in the learning order, with what is built "
+          "and the learner's file)"};
 }
 
 Problems focus_points_covered(const fs::path& root, const std::string& id) {
@@ -361,6 +380,7 @@ const std::vector<VerifyRule>& verify_rules() {
        "statement, questions, check code, starter and its copy, model solution, at least 3 accepted and 8 wrong "
        "submissions, each wrong one labelled",
        has_parts},
+      {"listed_in_readme", "README.md's table of exercises has its row, naming its learner file", listed_in_readme},
       {"focus_points_covered", "every focus point is labelled missed by some wrong or hostile submission",
        focus_points_covered},
       {"mistakes_covered",
