@@ -17,6 +17,8 @@
 #include "case_limit.h"
 #include "checks/check.h"
 #include "compile.h"
+#include "confinement.h"
+#include "include_policy.h"
 #include "compile_note.h"
 #include "discovery.h"
 #include "errors.h"

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "compile.h"
+#include "confinement.h"
 #include "exercise.h"
 #include "sandbox.h"
 #include "toolchain.h"

@@ -99,7 +99,7 @@ std::optional<StageVerdict> verdict_of_compile(const CompileResult& compiled, bo
     return StageVerdict{Verdict::compile_error, "Your code does not compile: the compiler's messages say where and why.",
                         "", {}};
   }
-  // Code that defines or calls the grader's own functions (grader/compile.cpp's
+  // Code that defines or calls the grader's own functions (grader/symbol_rules.cpp's
   // judge rules) is never run: loaded with the driver, it could steer what
   // the runner records.
   if (!compiled.refuses_run.empty()) {

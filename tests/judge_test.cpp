@@ -15,6 +15,8 @@
 
 #include "checks/kit/kit.h"
 #include "compile.h"
+#include "include_policy.h"
+#include "symbol_rules.h"
 #include "errors.h"
 #include "exercise.h"
 #include "process.h"
