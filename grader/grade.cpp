@@ -390,6 +390,7 @@ struct GradeInProgress {
   // The grade ended by a stage's own verdict (verdict.h).
   GradeReport decide(StageVerdict decided) {
     if (!decided.forbids.empty()) forbid(decided.forbids, std::move(decided.evidence));
+    if (!decided.compiler_output.empty()) report.compiler_output = std::move(decided.compiler_output);
     return finish(decided.verdict, std::move(decided.summary));
   }
 
@@ -453,19 +454,16 @@ struct GradeInProgress {
     end.forbidden_symbols = compiled.forbidden_symbols;
     if (auto decided = verdict_of_run_end(end, run_limits)) return decide(std::move(*decided));
     std::vector<wire::Record> responses;
+    RunResults results;
     try {
       if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
       responses = decode_results(stream);
     } catch (const wire::WireError& error) {
-      if (!outcome.exited_cleanly()) {
-        return finish(Verdict::runtime_error, "Your code crashed before the checks finished (" +
-                                                  outcome.describe_end() + "); see its output above.");
-      }
-      return finish(Verdict::runtime_error, "The program ended without delivering valid results (" +
-                                                std::string(error.what()) +
-                                                "): did your code exit early or write to the grader's channel?");
+      results.decode_error = error.what();
     }
-    return judge(compiled, requests, responses, outcome, speed_request);
+    results.exited_cleanly = outcome.exited_cleanly();
+    results.end_described = outcome.describe_end();
+    return judge(compiled, requests, responses, results, speed_request);
   }
 
   // Why a case's own limit was what it was (case_limit.h), for the case
@@ -493,11 +491,10 @@ struct GradeInProgress {
 
   // The verdict of `responses`, the results `outcome` delivered for `requests`.
   GradeReport judge(const CompileResult& compiled, const std::vector<wire::Record>& requests,
-                    const std::vector<wire::Record>& responses, const ChildOutcome& outcome,
+                    const std::vector<wire::Record>& responses, RunResults results,
                     const std::optional<wire::Record>& speed_request) {
     const auto& exercise = prepared.exercise;
-    const auto& sandbox = options.sandbox;
-    if (responses.size() == 1 && responses.front().strings.count("load_error")) {
+    if (!results.decode_error && responses.size() == 1 && responses.front().strings.count("load_error")) {
       // Learner code cannot remove files (the runner's filter): a compiled
       // object gone missing is the grader's problem, whatever the loader says.
       std::error_code error;
@@ -505,30 +502,19 @@ struct GradeInProgress {
         throw GraderFault("the compiled submission " + compiled.shared_object.string() +
                           " disappeared during the grade (was the scratch folder removed?)");
       }
-      report.compiler_output = first_line(responses.front().strings.at("load_error")) + "\n";
-      return finish(Verdict::compile_error,
-                    "Your code compiled but could not be loaded: is a function declared but "
-                    "never defined?");
+      results.load_error = responses.front().strings.at("load_error");
     }
-    if (!outcome.exited_cleanly()) {
-      return finish(Verdict::runtime_error, "Your program did not end normally (" + outcome.describe_end() +
-                                                ") after the checks ran; every run must end cleanly.");
+    results.requests = requests.size();
+    results.responses = responses.size();
+    for (size_t i = 0; i < requests.size() && i < responses.size(); ++i) {
+      results.in_order = results.in_order && responses[i].string_or("case", "") == requests[i].string("case");
     }
-    if (responses.size() != requests.size()) {
-      return finish(Verdict::runtime_error, "The program delivered " + std::to_string(responses.size()) +
-                                                " results for " + std::to_string(requests.size()) + " cases.");
-    }
+    if (auto decided = verdict_of_results(results)) return decide(std::move(*decided));
 
     JudgeInput input;
     input.forbidden_symbols = compiled.forbidden_symbols;
     input.seed = report.seed;
-    for (size_t i = 0; i < requests.size(); ++i) {
-      auto id = requests[i].string("case");
-      if (responses[i].string_or("case", "") != id) {
-        return finish(Verdict::runtime_error, "The results came back out of order or tampered with.");
-      }
-      input.cases[id] = CaseRun{requests[i], responses[i]};
-    }
+    for (size_t i = 0; i < requests.size(); ++i) input.cases[requests[i].string("case")] = CaseRun{requests[i], responses[i]};
     report.checks = suite->judge(input);
     mark_score_scope(report.checks, exercise, prepared.target.on_gpu());
     if (options.figures) {
@@ -541,78 +527,16 @@ struct GradeInProgress {
                           " failed inside the grader: " + error.what());
       }
     }
-
-    // A built-in that does the exercise is not a wrong answer but a forbidden one.
-    for (const auto& check : report.checks) {
-      if (check.id == kNoBuiltinsCheck && check.status == CheckStatus::failed) {
-        auto verdict = finish(Verdict::forbidden, "");
-        verdict.summary = "Forbidden: " + check.message;
-        return verdict;
-      }
-    }
-
     report.assess_focus_points(exercise.focus_points);
-    const auto tally = verdict_of_checks(report.checks, report.focus_points);
-    if (tally.verdict == Verdict::not_assessed) {
-      return finish(Verdict::not_assessed,
-                    fmt::format("Not assessed here: {} check(s) need a GPU to run your code ({}); nothing was found "
-                                "wrong, and nothing was shown to work. Grade it on a machine with a GPU "
-                                "(docs/gpu.md).",
-                                tally.gpu_skipped, report.no_gpu));
-    }
-    if (tally.verdict == Verdict::passed && tally.gpu_skipped == 0) {
-      auto passed = finish(Verdict::passed, "Every check passed.");
-      if (speed_request) {
-        passed.speed = time_forward(runner_spec(prepared, sandbox, {*speed_request}), exercise, *speed_request);
-        passed.total_seconds = seconds_since(start);
-      }
-      return passed;
-    }
-    if (tally.verdict == Verdict::passed) {
-      return finish(Verdict::passed, "Every check that runs without a GPU passed; " +
-                                         std::to_string(tally.gpu_skipped) +
-                                         " GPU check(s) not run and left out of the score: not GPU-verified (" +
-                                         report.no_gpu + ").");
-    }
-    auto verdict = finish(Verdict::failed, "");
-    if (speed_request) verdict.speed.note = "not timed: the speed run follows a pass (timing wrong code says nothing)";
-    size_t missed = 0;
-    for (const auto& focus : verdict.focus_points) missed += focus.status == FocusStatus::missed;
-    const auto first_skip = std::find_if(report.checks.begin(), report.checks.end(),
-                                         [](const CheckResult& c) { return c.status == CheckStatus::skipped && !c.needs_gpu; });
-    const bool none_failed = std::none_of(report.checks.begin(), report.checks.end(),
-                                          [](const CheckResult& c) { return c.status == CheckStatus::failed; });
-    if (missed > 0) {
-      verdict.summary =
-          std::to_string(missed) + " focus point(s) missed; read the explanations below, fix, and grade again.";
-    } else if (none_failed && first_skip != report.checks.end()) {
-      // Nothing failed, but too little ran to pass (a CUDA kernel without a
-      // GPU): not a pass, and not the learner's mistake either.
-      verdict.summary = fmt::format(
-          "Not assessed: {} check(s) could not run here ({}); nothing was found wrong with "
-          "your code, and nothing was shown to work.",
-          tally.unrun, first_skip->message);
-    } else if (!none_failed) {
-      verdict.summary =
-          "Some checks failed for a cause the grader could not tie to one focus point (below, with the "
-          "smallest configuration that fails); no focus point is reported missed.";
-    } else {
-      verdict.summary = "No focus point could be assessed; read the reasons below.";
-    }
-    // One error everywhere (the untouched starter, say) is the thing to say.
-    std::set<std::string> errors;
-    for (const auto& [id, run] : input.cases) {
-      errors.insert(run.error());
-      // An allocation refused (by the kernel or LibTorch's allocator) is running out of memory.
-      if (run.error().find("can't allocate memory") != std::string::npos || run.error() == "std::bad_alloc") {
-        verdict.verdict = Verdict::memory_limit;
-        verdict.summary = "Your code could not allocate the memory it asked for (" + first_line(run.error()) +
-                          "): look for tensors far larger than the inputs.";
-        return verdict;
-      }
-    }
-    if (errors.size() == 1 && !errors.begin()->empty()) {
-      verdict.summary = "Every case stopped with the same error from your code: " + first_line(*errors.begin());
+    std::vector<std::string> case_errors;
+    for (const auto& [id, run] : input.cases) case_errors.push_back(run.error());
+    const auto decided = verdict_of_judged(report.checks, report.focus_points, case_errors, report.no_gpu);
+    auto verdict = finish(decided.verdict, decided.summary);
+    if (speed_request && decided.full_pass) {
+      verdict.speed = time_forward(runner_spec(prepared, options.sandbox, {*speed_request}), exercise, *speed_request);
+      verdict.total_seconds = seconds_since(start);
+    } else if (speed_request && (decided.verdict == Verdict::failed || decided.verdict == Verdict::memory_limit)) {
+      verdict.speed.note = "not timed: the speed run follows a pass (timing wrong code says nothing)";
     }
     return verdict;
   }
@@ -759,7 +683,10 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
     at += requests[i].size();
     grades[i].report.run_seconds = run_seconds / static_cast<double>(seeds.size());
     grades[i].keep_output(outcome);
-    reports.push_back(grades[i].judge(compiled, requests[i], slice, outcome, std::nullopt));
+    RunResults results;
+    results.exited_cleanly = outcome.exited_cleanly();
+    results.end_described = outcome.describe_end();
+    reports.push_back(grades[i].judge(compiled, requests[i], slice, results, std::nullopt));
   }
   return reports;
 }

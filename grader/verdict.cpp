@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "wire.h"
 
@@ -156,6 +157,96 @@ std::optional<StageVerdict> verdict_of_run_end(const RunEnd& end, const StepLimi
                       "", {}};
   }
   return std::nullopt;
+}
+
+std::optional<StageVerdict> verdict_of_results(const RunResults& results) {
+  if (results.decode_error) {
+    if (!results.exited_cleanly) {
+      return StageVerdict{Verdict::runtime_error, "Your code crashed before the checks finished (" +
+                                                      results.end_described + "); see its output above."};
+    }
+    return StageVerdict{Verdict::runtime_error,
+                        "The program ended without delivering valid results (" + *results.decode_error +
+                            "): did your code exit early or write to the grader's channel?"};
+  }
+  if (results.load_error) {
+    StageVerdict loaded{Verdict::compile_error,
+                        "Your code compiled but could not be loaded: is a function declared but never defined?"};
+    loaded.compiler_output = first_line(*results.load_error) + "\n";
+    return loaded;
+  }
+  if (!results.exited_cleanly) {
+    return StageVerdict{Verdict::runtime_error, "Your program did not end normally (" + results.end_described +
+                                                    ") after the checks ran; every run must end cleanly."};
+  }
+  if (results.responses != results.requests) {
+    return StageVerdict{Verdict::runtime_error, "The program delivered " + std::to_string(results.responses) +
+                                                    " results for " + std::to_string(results.requests) + " cases."};
+  }
+  if (!results.in_order) {
+    return StageVerdict{Verdict::runtime_error, "The results came back out of order or tampered with."};
+  }
+  return std::nullopt;
+}
+
+ChecksDecision verdict_of_judged(const std::vector<CheckResult>& checks,
+                                 const std::vector<FocusPointResult>& focus_points,
+                                 const std::vector<std::string>& case_errors, const std::string& no_gpu) {
+  // A built-in that does the exercise is not a wrong answer but a forbidden one.
+  for (const auto& check : checks) {
+    if (check.id == kNoBuiltinsCheck && check.status == CheckStatus::failed) {
+      return {Verdict::forbidden, "Forbidden: " + check.message};
+    }
+  }
+  const auto tally = verdict_of_checks(checks, focus_points);
+  if (tally.verdict == Verdict::not_assessed) {
+    return {Verdict::not_assessed,
+            fmt::format("Not assessed here: {} check(s) need a GPU to run your code ({}); nothing was found "
+                        "wrong, and nothing was shown to work. Grade it on a machine with a GPU (docs/gpu.md).",
+                        tally.gpu_skipped, no_gpu)};
+  }
+  if (tally.verdict == Verdict::passed && tally.gpu_skipped == 0) return {Verdict::passed, "Every check passed.", true};
+  if (tally.verdict == Verdict::passed) {
+    return {Verdict::passed, "Every check that runs without a GPU passed; " + std::to_string(tally.gpu_skipped) +
+                                 " GPU check(s) not run and left out of the score: not GPU-verified (" + no_gpu +
+                                 ")."};
+  }
+  // An allocation refused (by the kernel or LibTorch's allocator) is running out of memory.
+  for (const auto& error : case_errors) {
+    if (error.find("can't allocate memory") != std::string::npos || error == "std::bad_alloc") {
+      return {Verdict::memory_limit, "Your code could not allocate the memory it asked for (" + first_line(error) +
+                                         "): look for tensors far larger than the inputs."};
+    }
+  }
+  // One error everywhere (the untouched starter, say) is the thing to say.
+  const std::set<std::string> errors(case_errors.begin(), case_errors.end());
+  if (errors.size() == 1 && !errors.begin()->empty()) {
+    return {Verdict::failed, "Every case stopped with the same error from your code: " + first_line(*errors.begin())};
+  }
+  const size_t missed = std::count_if(focus_points.begin(), focus_points.end(),
+                                      [](const FocusPointResult& focus) { return focus.status == FocusStatus::missed; });
+  const auto first_skip = std::find_if(checks.begin(), checks.end(), [](const CheckResult& c) {
+    return c.status == CheckStatus::skipped && !c.needs_gpu;
+  });
+  const bool none_failed =
+      std::none_of(checks.begin(), checks.end(), [](const CheckResult& c) { return c.status == CheckStatus::failed; });
+  if (missed > 0) {
+    return {Verdict::failed,
+            std::to_string(missed) + " focus point(s) missed; read the explanations below, fix, and grade again."};
+  }
+  if (none_failed && first_skip != checks.end()) {
+    // Nothing failed, but too little ran to pass (a CUDA kernel without a
+    // GPU): not a pass, and not the learner's mistake either.
+    return {Verdict::failed, fmt::format("Not assessed: {} check(s) could not run here ({}); nothing was found wrong "
+                                         "with your code, and nothing was shown to work.",
+                                         tally.unrun, first_skip->message)};
+  }
+  if (!none_failed) {
+    return {Verdict::failed,
+            "Some checks failed for a cause the grader could not tie to one focus point (below, with the smallest "
+            "configuration that fails); no focus point is reported missed."};
+  }
+  return {Verdict::failed, "No focus point could be assessed; read the reasons below."};
 }
 
 }  // namespace grader

@@ -70,12 +70,17 @@ struct RunEnd {
 
 // A verdict a stage decides before the checks run.
 struct StageVerdict {
+  StageVerdict() = default;
+  StageVerdict(Verdict verdict_, std::string summary_, std::string forbids_ = "",
+               std::vector<std::string> evidence_ = {})
+      : verdict(verdict_), summary(std::move(summary_)), forbids(std::move(forbids_)), evidence(std::move(evidence_)) {}
   Verdict verdict = Verdict::runtime_error;
   std::string summary;
   // Where the exercise has a no_builtins check, it fails with this message
   // and evidence (the code did what no attention code does); empty: nothing to add.
   std::string forbids;
   std::vector<std::string> evidence;
+  std::string compiler_output;  // what the report shows as the compiler's (or loader's) output; empty: nothing
 };
 
 // The verdict a compile decides on its own: a file that names a poisoned
@@ -90,5 +95,39 @@ std::optional<StageVerdict> verdict_of_compile(const CompileResult& compiled, bo
 // replaced result channel, a forbidden system call, the process cap.
 // nullopt: none; the results decide.
 std::optional<StageVerdict> verdict_of_run_end(const RunEnd& end, const StepLimits& limits);
+
+// What came back from the run, as the grader read it, before any check reads
+// a result.
+struct RunResults {
+  std::optional<std::string> decode_error;  // the results could not be read (malformed, too large): why
+  bool exited_cleanly = true;
+  std::string end_described;              // how the process ended ("killed by signal 11")
+  std::optional<std::string> load_error;  // the learner's library could not be loaded: the loader's message
+  size_t requests = 0, responses = 0;
+  bool in_order = true;  // each result answers its own case
+};
+
+// The verdict the results decide before any check reads them, by the first
+// of these that holds: unreadable (a crash, or an early exit or a write to
+// the grader's channel), a library that does not load (a compile error), an
+// unclean end, a result missing, a result out of order. nullopt: the checks decide.
+std::optional<StageVerdict> verdict_of_results(const RunResults& results);
+
+// The verdict once every check ran, and the summary a learner reads.
+struct ChecksDecision {
+  Verdict verdict = Verdict::failed;
+  std::string summary;
+  bool full_pass = false;  // passed with nothing left for want of a GPU: the speed run may follow
+};
+
+// By the first of these that holds: a failed no_builtins check (forbidden);
+// nothing shown for want of a GPU (not assessed); a pass, full or but for
+// GPU checks; an allocation refused in some case (memory limit); else failed,
+// summarised by the focus points missed, by what could not run, by failures
+// tied to no focus point, or by the one error every case stopped with.
+// `case_errors`: each case's error (empty where none); `no_gpu`: why no GPU ran it.
+ChecksDecision verdict_of_judged(const std::vector<CheckResult>& checks,
+                                 const std::vector<FocusPointResult>& focus_points,
+                                 const std::vector<std::string>& case_errors, const std::string& no_gpu);
 
 }  // namespace grader

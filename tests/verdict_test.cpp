@@ -203,6 +203,99 @@ TEST(VerdictOfRunEnd, OneRulePerRowFirstMatchWins) {
   }
 }
 
+// The results decide before any check reads them, one rule per row, in order.
+TEST(VerdictOfResults, OneRulePerRowFirstMatchWins) {
+  auto with = [](auto set) {
+    RunResults results;
+    results.requests = results.responses = 9;
+    results.end_described = "killed by signal 11";
+    set(results);
+    return results;
+  };
+  struct Row {
+    const char* what;
+    RunResults results;
+    std::optional<Verdict> verdict;
+    const char* says;
+    const char* compiler_output;
+  };
+  const Row rows[] = {
+      {"all there", with([](RunResults&) {}), std::nullopt, "", ""},
+      {"unreadable after a crash", with([](RunResults& r) { r.decode_error = "bad"; r.exited_cleanly = false; }),
+       Verdict::runtime_error, "crashed before the checks finished (killed by signal 11)", ""},
+      {"unreadable after a clean exit", with([](RunResults& r) { r.decode_error = "bad frame"; }),
+       Verdict::runtime_error, "without delivering valid results (bad frame)", ""},
+      {"not loadable", with([](RunResults& r) { r.load_error = "undefined symbol: f\nmore"; r.responses = 1; }),
+       Verdict::compile_error, "could not be loaded", "undefined symbol: f\n"},
+      {"an unclean end", with([](RunResults& r) { r.exited_cleanly = false; }), Verdict::runtime_error,
+       "did not end normally (killed by signal 11)", ""},
+      {"a result missing", with([](RunResults& r) { r.responses = 8; }), Verdict::runtime_error,
+       "delivered 8 results for 9 cases", ""},
+      {"out of order", with([](RunResults& r) { r.in_order = false; }), Verdict::runtime_error, "out of order", ""},
+      // Precedence: unreadable results say nothing of loading; a crash before a count.
+      {"unreadable over not loadable", with([](RunResults& r) { r.decode_error = "x"; r.load_error = "y"; }),
+       Verdict::runtime_error, "without delivering valid results", ""},
+      {"unclean over missing", with([](RunResults& r) { r.exited_cleanly = false; r.responses = 2; }),
+       Verdict::runtime_error, "did not end normally", ""},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.what);
+    const auto got = verdict_of_results(row.results);
+    ASSERT_EQ(got.has_value(), row.verdict.has_value());
+    if (!got) continue;
+    EXPECT_EQ(got->verdict, *row.verdict);
+    EXPECT_NE(got->summary.find(row.says), std::string::npos) << got->summary;
+    EXPECT_EQ(got->compiler_output, row.compiler_output);
+  }
+}
+
+// Once the checks ran: one rule per row, in order.
+TEST(VerdictOfJudged, OneRulePerRowFirstMatchWins) {
+  using S = CheckStatus;
+  struct Row {
+    const char* what;
+    std::vector<Check> checks;
+    std::vector<std::string> errors;
+    Verdict verdict;
+    const char* says;
+    bool full_pass;
+  };
+  const Row rows[] = {
+      {"all passed", {{"a", S::passed}, {"b", S::passed}}, {"", ""}, Verdict::passed, "Every check passed.", true},
+      {"passed but for the GPU", {{"a", S::passed}, {"b", S::skipped, true}}, {""}, Verdict::passed,
+       "1 GPU check(s) not run and left out of the score: not GPU-verified (no GPU here)", false},
+      {"nothing shown for want of a GPU", {{"a", S::skipped, true}}, {""}, Verdict::not_assessed,
+       "1 check(s) need a GPU to run your code (no GPU here)", false},
+      {"a focus point missed", {{"a", S::failed}, {"b", S::passed}}, {"", ""}, Verdict::failed,
+       "1 focus point(s) missed", false},
+      {"an allocation refused", {{"a", S::failed}}, {"", "std::bad_alloc"}, Verdict::memory_limit,
+       "could not allocate the memory it asked for (std::bad_alloc)", false},
+      {"the kernel refused it", {{"a", S::failed}}, {"mmap: can't allocate memory\nat"}, Verdict::memory_limit,
+       "(mmap: can't allocate memory)", false},
+      {"one error everywhere", {{"a", S::failed}}, {"not implemented yet", "not implemented yet"}, Verdict::failed,
+       "Every case stopped with the same error from your code: not implemented yet", false},
+      {"skipped, nothing failed", {{"a", S::skipped}}, {""}, Verdict::failed, "Not assessed: 1 check(s) could not run",
+       false},
+      // Precedence: a forbidden built-in over everything the checks found.
+      {"forbidden over a pass", {{"a", S::passed}, {"no_builtins", S::failed}}, {""}, Verdict::forbidden,
+       "Forbidden: ", false},
+      {"memory over the same error", {{"a", S::failed}}, {"std::bad_alloc", "std::bad_alloc"}, Verdict::memory_limit,
+       "could not allocate", false},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.what);
+    auto checks = make(row.checks);
+    for (size_t i = 0; i < checks.size(); ++i) {
+      if (std::string(row.checks[i].focus) == "no_builtins") checks[i].id = kNoBuiltinsCheck;
+      checks[i].message = "why " + checks[i].id;
+    }
+    const auto got = verdict_of_judged(checks, points_of(checks), row.errors, "no GPU here");
+    EXPECT_EQ(got.verdict, row.verdict);
+    EXPECT_NE(got.summary.find(row.says), std::string::npos) << got.summary;
+    EXPECT_EQ(got.full_pass, row.full_pass);
+  }
+}
+
 TEST(Score, AFullAnswerEarnsTheMaximumOnAnyMachine) {
   // Informational and GPU-only checks of a grade without a GPU are outside
   // both the score and the maximum.
