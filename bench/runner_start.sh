@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What forking runners from a zygote saves (grader/zygote.h): one exercise's
+# What forking runners from a zygote saves (grader/judge/zygote.h): one exercise's
 # accepted and wrong corpus graded as one batch (compiled code cached, so the
 # runs are what is timed), with a fresh runner per grade (GRADER_FRESH_RUNNERS=1,
 # the baseline) and with runners forked from a zygote, alternated, N runs each.

@@ -12,11 +12,11 @@
 #include "cli/batch.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "errors.h"
-#include "formats.h"
-#include "process.h"
-#include "stop.h"
-#include "zygote.h"
+#include "base/errors.h"
+#include "report/formats.h"
+#include "judge/process.h"
+#include "judge/stop.h"
+#include "judge/zygote.h"
 
 namespace {
 

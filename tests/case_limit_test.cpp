@@ -1,10 +1,10 @@
-// Each case's own time limit (grader/case_limit.h): the rule, the steps read
+// Each case's own time limit (grader/judge/case_limit.h): the rule, the steps read
 // off the runner's stream, and run_child stopping a step that overstays.
-#include "case_limit.h"
+#include "judge/case_limit.h"
 
 #include <gtest/gtest.h>
 
-#include "wire.h"
+#include "wire/wire.h"
 
 namespace grader {
 namespace {

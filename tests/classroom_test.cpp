@@ -1,7 +1,7 @@
 // Grading a class: shards that split a batch exactly (from --shard or an
 // engine's variables), the items a class folder holds, and the merge that
 // refuses to call a gradebook complete when a shard or a result is missing.
-#include "classroom.h"
+#include "teacher/classroom.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "errors.h"
-#include "formats.h"
+#include "base/errors.h"
+#include "report/formats.h"
 
 namespace grader {
 namespace {

@@ -4,10 +4,10 @@
 #include <random>
 #include <regex>
 
-#include "compile.h"
+#include "judge/compile.h"
 #include "corpus_support.h"
-#include "grade.h"
-#include "toolchain.h"
+#include "judge/grade.h"
+#include "judge/toolchain.h"
 
 namespace corpus {
 namespace {

@@ -1,6 +1,6 @@
 // The note on a compile that including all of LibTorch's API made slow
-// (grader/compile_note.h): when it is given, and the timings it rests on.
-#include "compile_note.h"
+// (grader/judge/compile_note.h): when it is given, and the timings it rests on.
+#include "judge/compile_note.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "checks/verify.h"
-#include "exercise.h"
+#include "exercise/exercise.h"
 
 namespace grader {
 namespace {

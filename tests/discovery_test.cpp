@@ -1,7 +1,7 @@
 // Finding a student's answer in a class folder (discovery.h): only the
 // student's own files, never through a link that leads out of the folder; two
 // different answers are not guessed between; a misnamed file is named.
-#include "discovery.h"
+#include "exercise/discovery.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

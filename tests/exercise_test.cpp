@@ -1,6 +1,6 @@
 // exercise.yaml loading: every real exercise loads, and malformed ones are
 // refused with a message that names the file and the problem.
-#include "exercise.h"
+#include "exercise/exercise.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "checks/check.h"
-#include "errors.h"
+#include "base/errors.h"
 #include "project_root.h"
 
 namespace grader {

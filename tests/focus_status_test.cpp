@@ -3,7 +3,7 @@
 // passed on all its cases; a failure names a point only as its cause.
 #include <gtest/gtest.h>
 
-#include "report.h"
+#include "report/report.h"
 
 namespace grader {
 namespace {

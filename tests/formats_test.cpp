@@ -2,7 +2,7 @@
 // list and limits: Exercism results.json v3, Gradescope results.json,
 // PrairieLearn results.json and JUnit XML. A check that could not run is
 // never reported as passed in any of them.
-#include "formats.h"
+#include "report/formats.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "errors.h"
+#include "base/errors.h"
 #include "format_checks.h"
 
 namespace grader {

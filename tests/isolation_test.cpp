@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "checks/kit/isolation.h"
-#include "errors.h"
-#include "exercise.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
 
 namespace grader::kit {
 namespace {

@@ -14,14 +14,14 @@
 #include <fstream>
 
 #include "checks/kit/kit.h"
-#include "compile.h"
-#include "include_policy.h"
-#include "symbol_rules.h"
-#include "errors.h"
-#include "exercise.h"
-#include "process.h"
-#include "report.h"
-#include "sandbox.h"
+#include "judge/compile.h"
+#include "judge/include_policy.h"
+#include "judge/symbol_rules.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
+#include "judge/process.h"
+#include "report/report.h"
+#include "judge/sandbox.h"
 
 namespace grader {
 namespace {

@@ -5,11 +5,11 @@
 
 
 #include "cli/new_exercise.h"
-#include "errors.h"
-#include "exercise.h"
-#include "learner.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
+#include "learner/learner.h"
 #include "project_root.h"
-#include "questions.h"
+#include "exercise/questions.h"
 
 namespace grader {
 namespace {

@@ -1,12 +1,12 @@
 // The child-process layer: limits and outcomes are measured by the parent.
-#include "process.h"
+#include "judge/process.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <csignal>
 
-#include "sandbox.h"
+#include "judge/sandbox.h"
 
 namespace grader {
 namespace {

@@ -1,7 +1,7 @@
 // The learner's progress file: what a grade records, that an interrupted
 // write leaves the previous progress, that an unreadable file is moved aside
 // (never lost), and that concurrent grades do not drop each other's update.
-#include "progress.h"
+#include "learner/progress.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

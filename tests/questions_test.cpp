@@ -12,10 +12,10 @@
 #include <set>
 #include <thread>
 
-#include "errors.h"
-#include "exercise.h"
-#include "progress.h"
-#include "questions.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
+#include "learner/progress.h"
+#include "exercise/questions.h"
 #include "project_root.h"
 
 namespace grader {

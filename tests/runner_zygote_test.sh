@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runners forked from a zygote (grader/zygote.h) grade exactly as freshly
+# Runners forked from a zygote (grader/judge/zygote.h) grade exactly as freshly
 # started ones: a batch of four files (a model solution, a wrong file, a crash,
 # the untouched starter) gets the same verdict, checks, focus points, score and
 # output either way, and each report says how its runner started. A zygote

@@ -2,7 +2,7 @@
 // any change to either draws others, and it is a seed --seed accepts.
 #include <gtest/gtest.h>
 
-#include "seed.h"
+#include "judge/seed.h"
 
 namespace grader {
 namespace {

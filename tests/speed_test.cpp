@@ -1,8 +1,8 @@
-// The speed run's parent side (grader/speed.h), on any machine: the `speed:`
+// The speed run's parent side (grader/report/speed.h), on any machine: the `speed:`
 // of every exercise plans, a malformed one is refused with the reason, and a
 // timing no correct forward could give is flagged from the numbers alone. The
 // timing itself needs a GPU (scripts/gpu-check.sh runs it there).
-#include "speed.h"
+#include "report/speed.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "errors.h"
+#include "base/errors.h"
 #include "project_root.h"
 
 namespace grader {

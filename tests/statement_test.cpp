@@ -1,4 +1,4 @@
-// The statement in two layers (grader/statement.h): which sections are held
+// The statement in two layers (grader/exercise/statement.h): which sections are held
 // back, and that every exercise's statement has a task to show and checks to hold back.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "project_root.h"
-#include "statement.h"
+#include "exercise/statement.h"
 
 namespace {
 namespace fs = std::filesystem;

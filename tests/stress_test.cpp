@@ -47,7 +47,7 @@ std::vector<fs::path> own_cgroup_dirs() {
 std::set<std::string> leftovers() {
   std::set<std::string> found;
   std::error_code error;
-  // The grader's scratch folders live under <temp>/attention-grader-<uid> (grader/sandbox.cpp, scratch_base()).
+  // The grader's scratch folders live under <temp>/attention-grader-<uid> (grader/judge/sandbox.cpp, scratch_base()).
   const auto scratch = fs::temp_directory_path() / ("attention-grader-" + std::to_string(geteuid()));
   for (const auto& entry : fs::directory_iterator(scratch, error)) found.insert(entry.path().string());
   for (const auto& dir : own_cgroup_dirs()) {

@@ -8,11 +8,11 @@
 #include <optional>
 #include <sstream>
 
-#include "errors.h"
-#include "exercise.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
 #include "project_root.h"
-#include "verdict.h"
-#include "wire.h"
+#include "judge/verdict.h"
+#include "wire/wire.h"
 
 namespace grader {
 namespace {

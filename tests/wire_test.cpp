@@ -1,5 +1,5 @@
 // The private channel: what the child sends is validated, never trusted.
-#include "wire.h"
+#include "wire/wire.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

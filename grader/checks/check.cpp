@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "errors.h"
-#include "report.h"
+#include "base/errors.h"
+#include "report/report.h"
 #include "runner/op_recorder.h"
 
 namespace grader {

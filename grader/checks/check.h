@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "exercise.h"
-#include "wire.h"
+#include "exercise/exercise.h"
+#include "wire/wire.h"
 
 namespace grader {
 

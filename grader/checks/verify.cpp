@@ -12,8 +12,8 @@
 
 #include "checks/check.h"
 #include "checks/kit/kit.h"
-#include "errors.h"
-#include "exercise.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
 
 namespace grader {
 namespace {

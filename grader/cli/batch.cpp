@@ -10,11 +10,11 @@
 #include <optional>
 #include <thread>
 
-#include "classroom.h"
-#include "errors.h"
-#include "exercise.h"
-#include "formats.h"
-#include "report.h"
+#include "teacher/classroom.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
+#include "report/formats.h"
+#include "report/report.h"
 
 namespace grader::cli {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "grade.h"
+#include "judge/grade.h"
 
 namespace grader::cli {
 namespace fs = std::filesystem;

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "errors.h"
-#include "formats.h"
-#include "sandbox.h"
-#include "toolchain.h"
+#include "base/errors.h"
+#include "report/formats.h"
+#include "judge/sandbox.h"
+#include "judge/toolchain.h"
 
 namespace grader::cli {
 

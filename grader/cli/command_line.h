@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "grade.h"
-#include "interview.h"
+#include "judge/grade.h"
+#include "learner/interview.h"
 
 namespace grader::cli {
 

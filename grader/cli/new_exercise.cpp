@@ -4,9 +4,9 @@
 #include <fstream>
 #include <regex>
 
-#include "errors.h"
-#include "exercise.h"
-#include "learner.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
+#include "learner/learner.h"
 
 namespace grader::cli {
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "wire.h"
+#include "wire/wire.h"
 
 namespace grader::driver {
 

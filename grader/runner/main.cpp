@@ -29,7 +29,7 @@
 #include "runner/heap.h"
 #include "runner/seccomp.h"
 #include "runner/zygote.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 namespace {
 

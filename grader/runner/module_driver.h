@@ -3,7 +3,7 @@
 // that say how to construct the learner's module and how to call forward.
 //
 // Request (planned by kit::ModuleKit): kind ("construct" | "forward" |
-//   "speed": grader/runner/speed_timer.h, planned by grader/speed.h),
+//   "speed": grader/runner/speed_timer.h, planned by grader/report/speed.h),
 //   ctor.<argument> (ints or reals), arg.<argument> (a function's ints), dtype, train, input.<name>,
 //   param.<name>, [grad_output.<output>], [dropout_p: "<path> <p>" lines]
 // Response: constructed, parameters (names and shapes), shared_parameters

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "wire.h"
+#include "wire/wire.h"
 
 namespace grader {
 

@@ -1,4 +1,4 @@
-// The child side of the speed run (grader/speed.h plans it, only on a GPU):
+// The child side of the speed run (grader/report/speed.h plans it, only on a GPU):
 // times the learner's forward against the same attention written in plain
 // LibTorch operations ("unfused", what the reference computes) and against
 // LibTorch's fused scaled_dot_product_attention, at each planned size.
@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include "wire.h"
+#include "wire/wire.h"
 
 #if defined(GRADER_WITH_CUDA)
 #include <c10/core/Event.h>

@@ -21,7 +21,7 @@
 #include <map>
 #include <string>
 
-#include "zygote_protocol.h"
+#include "judge/zygote_protocol.h"
 
 namespace grader {
 namespace {

@@ -1,5 +1,5 @@
 // The runner's two ways of running a submission: started for it (main), or as
-// a child forked by a zygote that loaded LibTorch once (grader/zygote_protocol.h).
+// a child forked by a zygote that loaded LibTorch once (grader/judge/zygote_protocol.h).
 #pragma once
 
 #include <string>

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <string>
 
-#include "errors.h"
-#include "exercise.h"
+#include "base/errors.h"
+#include "exercise/exercise.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A real exercise folder, so the learner-file checks can pass and the fuzzer

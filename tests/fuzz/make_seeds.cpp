@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "runner/op_recorder.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runner/op_recorder.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 namespace {
 

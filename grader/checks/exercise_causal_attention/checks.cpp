@@ -15,7 +15,7 @@
 
 #include "attention.h"
 #include "checks/kit/kit.h"
-#include "errors.h"
+#include "base/errors.h"
 
 namespace grader::exercise_causal_attention {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "checks/kit/kit.h"
 #include "encoder_block_reference.h"
-#include "errors.h"
+#include "base/errors.h"
 
 namespace grader::exercise_encoder_block {
 namespace {

@@ -12,9 +12,9 @@
 #include <map>
 
 #include "checks/kit/kit.h"
-#include "errors.h"
+#include "base/errors.h"
 #include "ffn_reference.h"
-#include "report.h"
+#include "report/report.h"
 
 namespace grader::exercise_feed_forward {
 namespace {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "checks/kit/kit.h"
-#include "errors.h"
+#include "base/errors.h"
 #include "mini_encoder_reference.h"
 
 namespace grader::exercise_mini_encoder {

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "checks/kit/kit.h"
-#include "errors.h"
-#include "report.h"
+#include "base/errors.h"
+#include "report/report.h"
 #include "sinusoidal_encoding.h"
 
 namespace grader::exercise_positional_encoding {

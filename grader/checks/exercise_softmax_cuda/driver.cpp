@@ -31,7 +31,7 @@
 __attribute__((weak)) void softmax_rows_f32(const float*, float*, int64_t, int64_t, cudaStream_t);
 __attribute__((weak)) void softmax_rows_f16(const __half*, __half*, int64_t, int64_t, cudaStream_t);
 __attribute__((weak)) void softmax_rows_bf16(const __nv_bfloat16*, __nv_bfloat16*, int64_t, int64_t, cudaStream_t);
-// Defined by the link (grader/compile.cpp) when softmax.cu was not compiled for want of nvcc.
+// Defined by the link (grader/judge/compile.cpp) when softmax.cu was not compiled for want of nvcc.
 extern "C" __attribute__((weak)) const char grader_learner_not_compiled;
 
 namespace {

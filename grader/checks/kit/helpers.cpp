@@ -16,8 +16,8 @@
 #include <sstream>
 
 #include "checks/kit/helpers.h"
-#include "errors.h"
-#include "report.h"
+#include "base/errors.h"
+#include "report/report.h"
 #include "runner/op_recorder.h"
 
 namespace grader::kit {

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "checks/kit/kit.h"
-#include "errors.h"
+#include "base/errors.h"
 
 namespace grader::kit {
 

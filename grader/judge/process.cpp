@@ -1,0 +1,590 @@
+#include "judge/process.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "base/errors.h"
+#include "judge/sandbox.h"
+#include "judge/stop.h"
+#include "judge/zygote.h"
+
+namespace grader {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Pipe {
+  int read = -1;
+  int write = -1;
+};
+
+Pipe make_pipe() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw GraderFault(std::string("cannot create a pipe: ") + std::strerror(errno));
+  return {fds[0], fds[1]};
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
+  rlimit limit{value, value + hard_extra};
+  setrlimit(resource, &limit);
+}
+
+// Writes process `pid` to a cgroup's procs file (async-signal-safe: a forked
+// child writes its own, the grader a zygote's child's).
+bool join_cgroup(const char* procs_file, pid_t pid) {
+  char digits[24];
+  int length = 0;
+  for (; pid > 0 && length < 23; pid /= 10) digits[length++] = static_cast<char>('0' + pid % 10);
+  char text[24];
+  for (int i = 0; i < length; ++i) text[i] = digits[length - 1 - i];
+  int fd = open(procs_file, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text, static_cast<size_t>(length)) == length;
+  close(fd);
+  return ok;
+}
+
+// Runs in the forked child: only async-signal-safe calls until execve.
+[[noreturn]] void exec_child(const ChildSpec& spec, char* const* argv, char* const* envp, int in_fd, int out_fd,
+                             int err_fd, int request_fd, int result_fd, int args_fd,
+                             const std::vector<const char*>& cgroup_procs, pid_t parent) {
+  signal(SIGPIPE, SIG_DFL);  // the grader ignores it; the child should not
+  sigset_t none;             // and it starts with no signal blocked
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  setsid();                  // its own process group, so a timeout kills grandchildren too
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // the grader died before this point
+  for (const char* procs : cgroup_procs) {
+    if (!join_cgroup(procs, getpid())) _exit(125);
+  }
+  const auto& limits = spec.limits;
+  // The soft limit sends SIGXCPU (reported as a timeout); the hard one, 2 s later, kills.
+  set_limit(RLIMIT_CPU, static_cast<rlim_t>(std::ceil(limits.cpu_seconds)), 2);
+  set_limit(RLIMIT_FSIZE, limits.file_size_bytes);
+  set_limit(RLIMIT_CORE, 0);
+  if (limits.address_space_bytes > 0) set_limit(RLIMIT_AS, limits.address_space_bytes);
+
+  // Move every descriptor into place; the pipes are O_CLOEXEC, dup2 clears it.
+  // A source that already sits on a low number (another thread of the grader
+  // closed 3 just before these pipes were made) is lifted out of the way
+  // first: dup2 onto itself would keep O_CLOEXEC, and a later dup2 could
+  // overwrite it.
+  auto lift = [](int fd) { return fd >= 0 && fd < 10 ? fcntl(fd, F_DUPFD_CLOEXEC, 10) : fd; };
+  in_fd = lift(in_fd);
+  out_fd = lift(out_fd);
+  err_fd = lift(err_fd);
+  request_fd = lift(request_fd);
+  result_fd = lift(result_fd);
+  args_fd = lift(args_fd);
+  dup2(in_fd, 0);
+  dup2(out_fd, 1);
+  dup2(err_fd, 2);
+  if (request_fd >= 0) dup2(request_fd, 3);
+  if (result_fd >= 0) dup2(result_fd, 4);
+  if (args_fd >= 0) dup2(args_fd, 5);
+  // Nothing else of the grader's reaches the child: with --jobs, another
+  // thread may hold files open (cgroup limits, sources) at the moment of fork.
+  if (request_fd < 0) close(3);
+  if (result_fd < 0) close(4);
+  if (args_fd < 0) close(5);
+  if (syscall(SYS_close_range, 6u, ~0u, 0u) != 0) {
+    for (int fd = 6; fd < 65536; ++fd) close(fd);
+  }
+  if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) _exit(127);
+  if (spec.drop_to_nobody) {
+    // A pipe is its creator's (mode 0600): the child may reopen its request's by name only as its owner.
+    if (spec.request_by_path && request_fd >= 0 && fchown(3, kNobody, kNobody) != 0) _exit(125);
+    if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(125);
+  }
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  execve(argv[0], argv, envp);
+  _exit(127);
+}
+
+void drain(int& fd, std::string& into, size_t cap, bool& truncated) {
+  char buffer[65536];
+  ssize_t got = read(fd, buffer, sizeof(buffer));
+  if (got > 0) {
+    size_t room = into.size() < cap ? cap - into.size() : 0;
+    size_t keep = std::min(room, static_cast<size_t>(got));
+    into.append(buffer, keep);
+    if (keep < static_cast<size_t>(got)) truncated = true;
+  } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+    close_fd(fd);
+  }
+}
+
+// The children run_child is waiting for, by pid: the orphan reaper leaves
+// them to their own thread. Held across fork, so a child that ends at once is
+// registered before the reaper can see it.
+std::mutex children_mutex;
+std::set<pid_t> active_children;
+
+// A child of spec.zygote that loads spec.zygote_object with the pipes given,
+// put in its cgroup (`cgroup`, made here with the limits a fresh runner's has)
+// and told to go. Not registered for kill_active_children (its pid is not
+// held for it once the zygote reaps it): a stop kills the zygote, and the
+// child with it. nullopt, with nothing started: there is no
+// zygote that answers (a fresh runner is started instead).
+std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, Pipe& err, Pipe& request,
+                                             Pipe& result, std::unique_ptr<Cgroup>& cgroup, ChildOutcome& outcome) {
+  const int object = open(spec.zygote_object.c_str(), O_RDONLY | O_CLOEXEC);
+  if (object < 0) return std::nullopt;  // the fresh runner's loader will say why
+  zygote::SpawnRequest ask;
+  ask.cpu_seconds = static_cast<uint32_t>(std::ceil(spec.limits.cpu_seconds));
+  ask.file_size_bytes = spec.limits.file_size_bytes;
+  ask.address_space_bytes = spec.limits.address_space_bytes;
+  std::snprintf(ask.object_name, sizeof ask.object_name, "%s", spec.zygote_object.c_str());
+  int fds[zygote::kFdCount];
+  fds[zygote::kStatus] = -1;  // made by spawn
+  fds[zygote::kStdout] = out.write;
+  fds[zygote::kStderr] = err.write;
+  fds[zygote::kRequest] = request.read;
+  fds[zygote::kResult] = result.write;
+  fds[zygote::kObject] = object;
+  {
+    std::lock_guard<std::mutex> lock(children_mutex);
+    if (stop_requested()) {
+      close(object);
+      throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
+    }
+  }
+  // A zygote that ended since the grade was prepared (found out here, or
+  // already known) gives way to its successor.
+  std::optional<Zygote::Child> child;
+  for (int tries = 0; tries < 2 && !child; ++tries) {
+    auto zygote = current_zygote(spec.zygote);
+    if (!zygote) break;
+    child = zygote->spawn(ask, fds, spec.limits.wall_seconds);
+  }
+  close(object);
+  if (!child) return std::nullopt;
+  auto refuse = [&](const std::string& why) {
+    syscall(SYS_pidfd_send_signal, child->pidfd, SIGKILL, nullptr, 0);
+    close(child->status_fd);
+    close(child->pidfd);
+    throw GraderFault(why);
+  };
+  if (stop_requested()) refuse("the grade was stopped");
+  if (spec.use_cgroup) {
+    // A fresh runner's cgroup holds LibTorch's start (the private memory the
+    // child shares with the zygote) and the sandbox's own processes: the
+    // child's limits leave room for neither, so both count the same.
+    auto limits = Cgroup::Limits{spec.limits.memory_bytes, spec.limits.processes};
+    if (limits.memory_bytes) {
+      limits.memory_bytes = limits.memory_bytes > child->inherited_anon_bytes + (64u << 20)
+                                ? limits.memory_bytes - child->inherited_anon_bytes
+                                : (64u << 20);
+    }
+    if (limits.processes) limits.processes = std::max(1, limits.processes - spec.wrapper_processes);
+    std::string why;
+    cgroup = Cgroup::create(limits, &why);
+    if (!cgroup) {
+      refuse("cannot create a cgroup for the child: " + why);
+    }
+    for (const auto& file : cgroup->procs_files()) {
+      if (!join_cgroup(file.c_str(), child->pid)) {
+        refuse("cannot move the runner's child into its cgroup (" + file + "): " + std::strerror(errno));
+      }
+    }
+    outcome.in_cgroup = true;
+  }
+  // Unsent only where it has ended already (its zygote went): the zygote's
+  // report, or its absence, then says how.
+  (void)send(child->status_fd, &zygote::kGo, 1, MSG_NOSIGNAL);
+  return child;
+}
+
+// Whether the zygote reported `child`'s end (its wait status into `status`);
+// `block`: waits for it (after a kill: moments). A zygote that ended without
+// reporting marks the child lost.
+bool zygote_reported(Zygote::Child& child, int& status, bool block) {
+  if (block) {
+    pollfd ready{child.status_fd, POLLIN, 0};
+    for (int round = 0; round < 100 && poll(&ready, 1, 100) == 0; ++round) {
+    }
+  }
+  int32_t code = 0;
+  const ssize_t got = recv(child.status_fd, &code, sizeof code, MSG_DONTWAIT);
+  if (got == static_cast<ssize_t>(sizeof code)) {
+    status = code;
+    return true;
+  }
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || block) {
+    child.lost = true;
+    status = SIGKILL;  // what the zygote's end did to it (its parent-death signal)
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void become_subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+void kill_active_children() {
+  std::lock_guard<std::mutex> lock(children_mutex);
+  for (pid_t pid : active_children) {
+    kill(-pid, SIGKILL);  // each leads its own process group (setsid)...
+    kill(pid, SIGKILL);   // ...once it has called setsid
+  }
+}
+
+void reap_orphans() {
+  std::lock_guard<std::mutex> lock(children_mutex);
+  while (true) {
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    if (active_children.count(info.si_pid)) return;  // its own thread reaps it; the rest wait for the next call
+    waitpid(info.si_pid, nullptr, WNOHANG);
+  }
+}
+
+std::string ChildOutcome::describe_end() const {
+  if (!started) return "could not be started";
+  if (cpu_exceeded) return "stopped at the CPU-time limit";
+  if (timed_out) return "stopped at the time limit";
+  if (output_exceeded) return "stopped at the output limit";
+  if (term_signal != 0) {
+    const char* name = strsignal(term_signal);
+    return "killed by signal " + std::to_string(term_signal) + (name ? std::string(" (") + name + ")" : "");
+  }
+  return "exit status " + std::to_string(exit_code);
+}
+
+ChildOutcome run_child(const ChildSpec& spec) {
+  ChildOutcome outcome;
+  if (spec.argv.empty()) throw GraderFault("run_child: empty command");
+
+  std::vector<std::string> env_storage = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "OMP_NUM_THREADS=1",
+                                          "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
+  env_storage.insert(env_storage.end(), spec.extra_env.begin(), spec.extra_env.end());
+  std::vector<char*> argv, envp;
+  for (const auto& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& entry : env_storage) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  Pipe out = make_pipe(), err = make_pipe(), request, result;
+  const bool deferred = spec.deferred_request.valid();
+  if (!spec.request.empty() || deferred) {
+    request = make_pipe();
+  } else if (spec.fd3 >= 0) {
+    request.read = spec.fd3;  // handed over: closed below once the child has it
+  }
+  if (spec.result_channel) result = make_pipe();
+  Pipe args;
+  if (!spec.launcher_args.empty()) {
+    // Written whole before the fork: the pipe holds it (grown where needed),
+    // and the reader finds its end at once.
+    args = make_pipe();
+    const auto size = static_cast<int>(spec.launcher_args.size());
+    if (size >= 65536 && fcntl(args.write, F_SETPIPE_SZ, size + 1) < size + 1) {
+      close_fd(args.read);
+      close_fd(args.write);
+      throw GraderFault("the sandbox's arguments do not fit a pipe (" + std::to_string(size) + " bytes)");
+    }
+    if (write(args.write, spec.launcher_args.data(), spec.launcher_args.size()) != size) {
+      close_fd(args.read);
+      close_fd(args.write);
+      throw GraderFault(std::string("cannot pass the sandbox its arguments: ") + std::strerror(errno));
+    }
+    close_fd(args.write);
+  }
+
+  std::unique_ptr<Cgroup> cgroup;
+  std::vector<const char*> cgroup_procs;
+  // A zygote's child, where there is one that still answers.
+  std::optional<Zygote::Child> forked;
+  if (spec.zygote && !deferred && request.read >= 0 && result.write >= 0) {
+    forked = start_in_zygote(spec, out, err, request, result, cgroup, outcome);
+  }
+  if (!forked && spec.use_cgroup) {
+    std::string why;
+    cgroup = Cgroup::create({spec.limits.memory_bytes, spec.limits.processes}, &why);
+    if (!cgroup) throw GraderFault("cannot create a cgroup for the child: " + why);
+    for (const auto& file : cgroup->procs_files()) cgroup_procs.push_back(file.c_str());
+    outcome.in_cgroup = true;
+  }
+
+  auto start = Clock::now();
+  pid_t pid = -1;
+  if (forked) {
+    pid = forked->pid;  // in its cgroup, and running
+    outcome.forked = true;
+  } else {
+    const pid_t parent = getpid();
+    std::unique_lock<std::mutex> registering(children_mutex);
+    if (stop_requested()) throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
+    pid = fork();
+    if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, args.read,
+                 cgroup_procs, parent);
+    }
+    active_children.insert(pid);
+    registering.unlock();
+    if (spec.started) spec.started(pid);
+    // Also from this side, so the group exists before any kill below.
+    setpgid(pid, pid);
+  }
+  outcome.started = true;
+  close(devnull);
+  close_fd(out.write);
+  close_fd(err.write);
+  close_fd(request.read);
+  close_fd(result.write);
+  close_fd(args.read);
+  for (int fd : {out.read, err.read, request.write, result.read}) {
+    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+
+  size_t request_sent = 0;
+  const auto wall = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_seconds));
+  auto deadline = start + wall;
+  // A deferred request: nothing to write, and no wall clock, until it arrives.
+  std::string request_text = spec.request;
+  bool waiting_for_request = deferred;
+  int status = 0;
+  bool reaped = false;
+  // The step under way (ChildSpec::step_limit): which, and until when.
+  constexpr size_t kNoStep = static_cast<size_t>(-1);
+  size_t step = kNoStep;
+  Clock::time_point step_deadline = Clock::time_point::max();
+  double step_seconds = 0;
+  size_t result_seen = 0;
+  // A zygote's child's CPU counts LibTorch's start, as a fresh runner's does.
+  const double cpu_before = forked ? forked->start_cpu_seconds : 0;
+  // A zygote's child is not ours to wait for: the zygote sends its wait status.
+  auto check_ended = [&](bool block) {
+    if (reaped) return;
+    if (!forked) {
+      reaped = waitpid(pid, &status, block ? 0 : WNOHANG) == pid;
+      return;
+    }
+    reaped = zygote_reported(*forked, status, block);
+  };
+  while (true) {
+    check_ended(false);
+    // A forked child that has exited (its pidfd says so) has finished its run:
+    // its wait status comes through its zygote, which may lag behind, and a
+    // zygote's stall must not turn a finished run into a timeout. Waited for
+    // (zygote_reported's bound); a zygote that never says is the grader's fault.
+    if (forked && !reaped) {
+      pollfd exited{forked->pidfd, POLLIN, 0};
+      if (poll(&exited, 1, 0) > 0) check_ended(true);
+    }
+    if (waiting_for_request &&
+        spec.deferred_request.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      waiting_for_request = false;
+      auto text = spec.deferred_request.get();
+      if (!text) {
+        outcome.abandoned = true;
+        break;
+      }
+      request_text = std::move(*text);
+      if (request_text.empty()) close_fd(request.write);
+      deadline = Clock::now() + wall;
+    }
+    bool streams_open = out.read >= 0 || err.read >= 0 || result.read >= 0;
+    // Once the child has exited, grandchildren may still hold the pipes: they
+    // are killed below, so stop reading when nothing more arrives.
+    if (reaped && !streams_open) break;
+    auto now = Clock::now();
+    if (now >= deadline && !waiting_for_request) {
+      outcome.timed_out = !reaped;
+      break;
+    }
+    // (step_limit is set with a deferred request: read only once it has arrived.)
+    if (!waiting_for_request && spec.step_limit && outcome.result.size() != result_seen) {
+      result_seen = outcome.result.size();
+      const auto limit = spec.step_limit(outcome.result);
+      if (!limit) {
+        step = kNoStep;
+        step_deadline = Clock::time_point::max();
+      } else if (step != limit->step) {
+        step = limit->step;
+        step_deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit->seconds));
+        step_seconds = limit->seconds;
+      }
+    }
+    if (now >= step_deadline && !reaped) {
+      outcome.timed_out = true;
+      outcome.step_limit_seconds = step_seconds;
+      break;
+    }
+    // The cgroup's CPU counter covers every thread and process of the child
+    // (before a deferred request arrives no learner code has run: not read).
+    if (cgroup && !reaped && !waiting_for_request && cgroup->cpu_seconds() + cpu_before > spec.limits.cpu_seconds) {
+      outcome.cpu_exceeded = outcome.timed_out = true;
+      break;
+    }
+    if (spec.limits.stop_at_output_limit && (outcome.stdout_truncated || outcome.stderr_truncated)) {
+      outcome.output_exceeded = true;
+      break;
+    }
+    std::vector<pollfd> fds;
+    for (int fd : {out.read, err.read, result.read}) {
+      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    }
+    if (request.write >= 0 && !waiting_for_request) fds.push_back({request.write, POLLOUT, 0});
+    if (forked && !reaped) {
+      fds.push_back({forked->status_fd, POLLIN, 0});
+      fds.push_back({forked->pidfd, POLLIN, 0});  // its exit wakes the loop, whatever its zygote does
+    }
+    const auto next_deadline = std::min(deadline, step_deadline);
+    int wait_ms =
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline - now).count()) + 1;
+    wait_ms = std::min(wait_ms, reaped ? 100 : 50);
+    if (waiting_for_request) {
+      // Woken by the request's arrival, or by the child's streams closing as it ends.
+      const bool woken = spec.request_wake_fd >= 0 && !fds.empty();
+      if (woken) fds.push_back({spec.request_wake_fd, POLLIN, 0});
+      wait_ms = woken ? 1000 : 5;
+    }
+    int ready = poll(fds.data(), fds.size(), wait_ms);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready == 0 && reaped) break;  // exited, and nothing more is coming
+    for (const auto& entry : fds) {
+      if (entry.revents == 0) continue;
+      if (entry.fd == request.write) {
+        ssize_t wrote = write(request.write, request_text.data() + request_sent, request_text.size() - request_sent);
+        if (wrote > 0) request_sent += static_cast<size_t>(wrote);
+        if (wrote < 0 && errno != EAGAIN && errno != EINTR) close_fd(request.write);
+        if (request_sent == request_text.size()) close_fd(request.write);
+      } else if (entry.fd == out.read) {
+        drain(out.read, outcome.stdout_text, spec.limits.output_bytes, outcome.stdout_truncated);
+      } else if (entry.fd == err.read) {
+        drain(err.read, outcome.stderr_text, spec.limits.output_bytes, outcome.stderr_truncated);
+      } else if (entry.fd == result.read) {
+        drain(result.read, outcome.result, spec.limits.result_bytes, outcome.result_truncated);
+      }  // request_wake_fd: stays readable; the request is taken at the top of the loop
+    }
+  }
+
+  outcome.ended_unasked = waiting_for_request;  // the loop ended before the request came
+  // Whatever happened, nothing of the child's process group (nor of its
+  // cgroup, which also holds what left the group) outlives the run.
+  if (forked) {
+    // By its pidfd: once reaped, its pid may be another process's. It never
+    // forks (its filter), and its cgroup holds whatever else it started.
+    if (!reaped) {
+      syscall(SYS_pidfd_send_signal, forked->pidfd, SIGKILL, nullptr, 0);
+      check_ended(true);
+    }
+  } else {
+    kill(-pid, SIGKILL);
+    if (!reaped) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+  }
+  if (cgroup) {
+    cgroup->kill_all();
+    outcome.cpu_seconds = cgroup->cpu_seconds() + cpu_before;
+    outcome.memory_exceeded = cgroup->oom_kills() > 0;
+    outcome.process_cap_hit = cgroup->process_cap_hits() > 0;
+    if (outcome.cpu_seconds > spec.limits.cpu_seconds) outcome.cpu_exceeded = outcome.timed_out = true;
+  }
+  for (int* fd : {&out.read, &err.read, &request.write, &result.read}) close_fd(*fd);
+  if (!forked) {
+    std::lock_guard<std::mutex> lock(children_mutex);
+    active_children.erase(pid);
+  } else {
+    close(forked->status_fd);
+    close(forked->pidfd);
+    if (forked->lost) throw GraderFault("the runner's zygote ended while it ran a submission (see: grade sandbox)");
+  }
+  // What it left behind (bwrap's process in its namespace, grandchildren) is
+  // the grader's now, and dead: the cgroup is empty, the group killed.
+  reap_orphans();
+
+  outcome.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
+  // (A zygote's child is read the same way: exit status 152 means what it
+  // would have meant from a fresh runner.)
+  if (spec.signal_in_exit_code && outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
+    outcome.term_signal = outcome.exit_code - 128;
+    outcome.exit_code = -1;
+  }
+  if (outcome.timed_out || outcome.output_exceeded) outcome.term_signal = 0;
+  // The kernel's CPU limit ends a process with SIGXCPU (or SIGKILL past the hard limit).
+  if (outcome.term_signal == SIGXCPU) outcome.timed_out = true;
+  return outcome;
+}
+
+EarlyChild::EarlyChild(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::move(spec))) {
+  // A zygote's child starts in moments: it is forked when the request comes
+  // (the zygote is what loads LibTorch early).
+  if (spec_->zygote) return;
+  spec_->deferred_request = request_.get_future().share();
+  wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  spec_->request_wake_fd = wake_;  // without one (-1), the wait polls
+  outcome_ = std::async(std::launch::async, [spec = spec_.get()] { return run_child(*spec); });
+}
+
+EarlyChild::~EarlyChild() {
+  if (!sent_ && !spec_->zygote) {
+    request_.set_value(std::nullopt);
+    wake();
+    try {
+      outcome_.get();
+    } catch (...) {  // a fault starting it: nothing left to stop
+    }
+  }
+  if (wake_ >= 0) close(wake_);
+}
+
+void EarlyChild::wake() {
+  const uint64_t one = 1;
+  if (wake_ >= 0) {
+    [[maybe_unused]] auto ignored = write(wake_, &one, sizeof one);
+  }
+}
+
+bool EarlyChild::waiting() const {
+  if (spec_->zygote) return !sent_ && spec_->zygote->alive();
+  return !sent_ && outcome_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+}
+
+ChildOutcome EarlyChild::finish(std::string request,
+                                std::function<std::optional<StepLimit>(const std::string&)> step_limit) {
+  if (sent_) throw GraderFault("EarlyChild::finish called twice");
+  sent_ = true;
+  spec_->step_limit = std::move(step_limit);  // read by run_child once the request is there
+  if (spec_->zygote) {
+    spec_->request = std::move(request);
+    return run_child(*spec_);
+  }
+  request_.set_value(std::move(request));
+  wake();
+  return outcome_.get();
+}
+
+}  // namespace grader

@@ -1,0 +1,26 @@
+// What a submission's compiled code may not mention (its symbol table, its
+// string constants): the judge's own rules and the exercise's built-ins.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exercise/exercise.h"
+
+namespace grader {
+
+// The forbidden names in a submission's symbol table (`readelf --syms --wide` output, not
+// demangled): the judge's own list, and the exercise's built-ins. One line
+// each in `all`; `refuses_run` repeats the first whose code must not run at
+// all (it defines or calls the grader's own code), empty when none.
+struct SymbolFindings {
+  std::vector<std::string> all;
+  std::string refuses_run;
+};
+SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise);
+
+// What the compiled code's bytes (its string constants) show it doing that
+// attention code never does (reading /proc): one line each.
+std::vector<std::string> forbidden_text_in(const std::string& object_bytes);
+
+}  // namespace grader
