@@ -222,11 +222,8 @@ namespace {
 // (<stem>.seed-<N>.<ext> for the grade on one of --seeds).
 fs::path batch_output_file(const fs::path& dir, const fs::path& submission, const std::string& format,
                            std::optional<uint64_t> seed = std::nullopt) {
-  static const std::map<std::string, std::string> extensions = {
-      {"text", ".txt"}, {"json", ".json"}, {"html", ".html"}, {"junit", ".xml"}};
-  auto found = extensions.find(format);
   auto stem = submission.stem().string() + (seed ? ".seed-" + std::to_string(*seed) : std::string());
-  return dir / (stem + (found != extensions.end() ? found->second : "." + format + ".json"));
+  return dir / (stem + find_report_format(format)->extension);
 }
 
 // Each --output folder of a batch gets one file per submission, named after

@@ -12,6 +12,7 @@
 
 #include "base/errors.h"
 #include "learner/learner.h"
+#include "report/formats.h"
 #include "report/report.h"
 
 namespace grader {

@@ -27,6 +27,20 @@ namespace grader {
 // the end; learner text that is not UTF-8 replaced rather than refused.
 std::string json_text(const nlohmann::ordered_json& json);
 
+// A report format, listed once (formats.cpp): its name, its renderer, and
+// what the command line needs to know of it.
+struct ReportFormat {
+  std::string name;
+  std::string (*render)(const GradeReport& report, bool color);
+  bool draws_figures;     // shows the attention figures (the grade must compute them)
+  bool errors_on_stdout;  // machine-read: an error before a report is written in it on standard output too
+  const char* file_kind;  // what its files are: text, json, xml or html (a --output name that says another is a slip)
+  const char* extension;  // a batch's file of one submission in it: <stem><extension>
+};
+const std::vector<ReportFormat>& report_format_table();
+// The format called `name`, or nullptr.
+const ReportFormat* find_report_format(const std::string& name);
+
 // Every name --format and --output accept, text and json included.
 const std::vector<std::string>& report_formats();
 
@@ -49,7 +63,13 @@ bool errors_on_stdout(const std::string& format);
 // `report` in `format` (one of report_formats()).
 std::string render(const GradeReport& report, const std::string& format, bool color = false);
 
-// The HTML page (html.cpp).
+// The terminal's report (text.cpp), the grader's JSON (json.cpp), the HTML page (html.cpp).
+std::string render_text(const GradeReport& report, bool color);
+// The version of render_json's layout: raised when a field changes meaning or goes.
+constexpr int kJsonSchemaVersion = 5;  // 5: starter; 4: verdict not_assessed; score out of what a full answer earns here; checks marked informational
+std::string render_json(const GradeReport& report);
+// For --format json when no grade could happen (usage or grader error).
+std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message);
 std::string render_html(const GradeReport& report);
 
 // Each drawn attention figure as one standalone SVG image (the three heatmaps

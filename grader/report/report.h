@@ -115,11 +115,5 @@ inline std::string first_line(const std::string& text) { return text.substr(0, t
 // (\x1b, \u202e); newlines and tabs stay.
 std::string printable(const std::string& text);
 
-std::string render_text(const GradeReport& report, bool color);
-// The version of render_json's layout: raised when a field changes meaning or goes.
-constexpr int kJsonSchemaVersion = 5;  // 5: starter; 4: verdict not_assessed; score out of what a full answer earns here; checks marked informational
-std::string render_json(const GradeReport& report);
-// For --format json when no grade could happen (usage or grader error).
-std::string render_json_error(const std::string& exercise, const std::string& verdict, const std::string& message);
 
 }  // namespace grader
