@@ -276,268 +276,340 @@ std::string ChildOutcome::describe_end() const {
   return "exit status " + std::to_string(exit_code);
 }
 
-ChildOutcome run_child(const ChildSpec& spec) {
-  ChildOutcome outcome;
-  if (spec.argv.empty()) throw GraderFault("run_child: empty command");
+namespace {
 
-  std::vector<std::string> env_storage = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "OMP_NUM_THREADS=1",
-                                          "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
-  env_storage.insert(env_storage.end(), spec.extra_env.begin(), spec.extra_env.end());
-  std::vector<char*> argv, envp;
-  for (const auto& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& entry : env_storage) envp.push_back(const_cast<char*>(entry.c_str()));
-  envp.push_back(nullptr);
+// One run of a child: its channels, its start, the watch over it until it
+// ends or a limit stops it, and its end, each a method; what they share is
+// here. run_child runs them in order.
+class ChildRun {
+ public:
+  explicit ChildRun(const ChildSpec& spec) : spec_(spec), deferred_(spec.deferred_request.valid()) {}
 
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  Pipe out = make_pipe(), err = make_pipe(), request, result;
-  const bool deferred = spec.deferred_request.valid();
-  if (!spec.request.empty() || deferred) {
-    request = make_pipe();
-  } else if (spec.fd3 >= 0) {
-    request.read = spec.fd3;  // handed over: closed below once the child has it
+  ChildOutcome run() {
+    if (spec_.argv.empty()) throw GraderFault("run_child: empty command");
+    open_channels();
+    start();
+    watch();
+    end();
+    read_status();
+    return outcome_;
   }
-  if (spec.result_channel) result = make_pipe();
-  Pipe args;
-  if (!spec.launcher_args.empty()) {
-    // Written whole before the fork: the pipe holds it (grown where needed),
-    // and the reader finds its end at once.
-    args = make_pipe();
-    const auto size = static_cast<int>(spec.launcher_args.size());
-    if (size >= 65536 && fcntl(args.write, F_SETPIPE_SZ, size + 1) < size + 1) {
-      close_fd(args.read);
-      close_fd(args.write);
+
+ private:
+  static constexpr size_t kNoStep = static_cast<size_t>(-1);
+
+  // The child's standard streams, its request and result channels, and the
+  // sandbox launcher's arguments (written whole before the fork: the pipe
+  // holds them, grown where needed, and the reader finds their end at once).
+  void open_channels() {
+    devnull_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    out_ = make_pipe();
+    err_ = make_pipe();
+    if (!spec_.request.empty() || deferred_) {
+      request_ = make_pipe();
+    } else if (spec_.fd3 >= 0) {
+      request_.read = spec_.fd3;  // handed over: closed below once the child has it
+    }
+    if (spec_.result_channel) result_ = make_pipe();
+    if (spec_.launcher_args.empty()) return;
+    args_ = make_pipe();
+    const auto size = static_cast<int>(spec_.launcher_args.size());
+    if (size >= 65536 && fcntl(args_.write, F_SETPIPE_SZ, size + 1) < size + 1) {
+      close_fd(args_.read);
+      close_fd(args_.write);
       throw GraderFault("the sandbox's arguments do not fit a pipe (" + std::to_string(size) + " bytes)");
     }
-    if (write(args.write, spec.launcher_args.data(), spec.launcher_args.size()) != size) {
-      close_fd(args.read);
-      close_fd(args.write);
+    if (write(args_.write, spec_.launcher_args.data(), spec_.launcher_args.size()) != size) {
+      close_fd(args_.read);
+      close_fd(args_.write);
       throw GraderFault(std::string("cannot pass the sandbox its arguments: ") + std::strerror(errno));
     }
-    close_fd(args.write);
+    close_fd(args_.write);
   }
 
-  std::unique_ptr<Cgroup> cgroup;
-  std::vector<const char*> cgroup_procs;
-  // A zygote's child, where there is one that still answers.
-  std::optional<Zygote::Child> forked;
-  if (spec.zygote && !deferred && request.read >= 0 && result.write >= 0) {
-    forked = start_in_zygote(spec, out, err, request, result, cgroup, outcome);
-  }
-  if (!forked && spec.use_cgroup) {
-    std::string why;
-    cgroup = Cgroup::create({spec.limits.memory_bytes, spec.limits.processes}, &why);
-    if (!cgroup) throw GraderFault("cannot create a cgroup for the child: " + why);
-    for (const auto& file : cgroup->procs_files()) cgroup_procs.push_back(file.c_str());
-    outcome.in_cgroup = true;
-  }
+  // Forked by a zygote where there is one that still answers, else forked and
+  // executed here, in a cgroup of its own where the spec asks for one.
+  void start() {
+    std::vector<std::string> env_storage = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+                                            "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
+    env_storage.insert(env_storage.end(), spec_.extra_env.begin(), spec_.extra_env.end());
+    std::vector<char*> argv, envp;
+    for (const auto& arg : spec_.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& entry : env_storage) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
 
-  auto start = Clock::now();
-  pid_t pid = -1;
-  if (forked) {
-    pid = forked->pid;  // in its cgroup, and running
-    outcome.forked = true;
-  } else {
-    const pid_t parent = getpid();
-    std::unique_lock<std::mutex> registering(children_mutex);
-    if (stop_requested()) throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
-    pid = fork();
-    if (pid < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
-    if (pid == 0) {
-      exec_child(spec, argv.data(), envp.data(), devnull, out.write, err.write, request.read, result.write, args.read,
-                 cgroup_procs, parent);
+    std::vector<const char*> cgroup_procs;
+    if (spec_.zygote && !deferred_ && request_.read >= 0 && result_.write >= 0) {
+      forked_ = start_in_zygote(spec_, out_, err_, request_, result_, cgroup_, outcome_);
     }
-    active_children.insert(pid);
-    registering.unlock();
-    if (spec.started) spec.started(pid);
-    // Also from this side, so the group exists before any kill below.
-    setpgid(pid, pid);
-  }
-  outcome.started = true;
-  close(devnull);
-  close_fd(out.write);
-  close_fd(err.write);
-  close_fd(request.read);
-  close_fd(result.write);
-  close_fd(args.read);
-  for (int fd : {out.read, err.read, request.write, result.read}) {
-    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    if (!forked_ && spec_.use_cgroup) {
+      std::string why;
+      cgroup_ = Cgroup::create({spec_.limits.memory_bytes, spec_.limits.processes}, &why);
+      if (!cgroup_) throw GraderFault("cannot create a cgroup for the child: " + why);
+      for (const auto& file : cgroup_->procs_files()) cgroup_procs.push_back(file.c_str());
+      outcome_.in_cgroup = true;
+    }
+    start_ = Clock::now();
+    if (forked_) {
+      pid_ = forked_->pid;  // in its cgroup, and running
+      outcome_.forked = true;
+    } else {
+      const pid_t parent = getpid();
+      std::unique_lock<std::mutex> registering(children_mutex);
+      if (stop_requested()) throw GraderFault("the grade was stopped");  // nothing new once a stop began (stop.h)
+      pid_ = fork();
+      if (pid_ < 0) throw GraderFault(std::string("cannot fork: ") + std::strerror(errno));
+      if (pid_ == 0) {
+        exec_child(spec_, argv.data(), envp.data(), devnull_, out_.write, err_.write, request_.read, result_.write,
+                   args_.read, cgroup_procs, parent);
+      }
+      active_children.insert(pid_);
+      registering.unlock();
+      if (spec_.started) spec_.started(pid_);
+      // Also from this side, so the group exists before any kill below.
+      setpgid(pid_, pid_);
+    }
+    outcome_.started = true;
+    close(devnull_);
+    close_fd(out_.write);
+    close_fd(err_.write);
+    close_fd(request_.read);
+    close_fd(result_.write);
+    close_fd(args_.read);
+    for (int fd : {out_.read, err_.read, request_.write, result_.read}) {
+      if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    wall_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec_.limits.wall_seconds));
+    deadline_ = start_ + wall_;
+    // A deferred request: nothing to write, and no wall clock, until it arrives.
+    request_text_ = spec_.request;
+    waiting_for_request_ = deferred_;
+    // A zygote's child's CPU counts LibTorch's start, as a fresh runner's does.
+    cpu_before_ = forked_ ? forked_->start_cpu_seconds : 0;
   }
 
-  size_t request_sent = 0;
-  const auto wall = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_seconds));
-  auto deadline = start + wall;
-  // A deferred request: nothing to write, and no wall clock, until it arrives.
-  std::string request_text = spec.request;
-  bool waiting_for_request = deferred;
-  int status = 0;
-  bool reaped = false;
-  // The step under way (ChildSpec::step_limit): which, and until when.
-  constexpr size_t kNoStep = static_cast<size_t>(-1);
-  size_t step = kNoStep;
-  Clock::time_point step_deadline = Clock::time_point::max();
-  double step_seconds = 0;
-  size_t result_seen = 0;
-  // A zygote's child's CPU counts LibTorch's start, as a fresh runner's does.
-  const double cpu_before = forked ? forked->start_cpu_seconds : 0;
   // A zygote's child is not ours to wait for: the zygote sends its wait status.
-  auto check_ended = [&](bool block) {
-    if (reaped) return;
-    if (!forked) {
-      reaped = waitpid(pid, &status, block ? 0 : WNOHANG) == pid;
+  void check_ended(bool block) {
+    if (reaped_) return;
+    if (!forked_) {
+      reaped_ = waitpid(pid_, &status_, block ? 0 : WNOHANG) == pid_;
       return;
     }
-    reaped = zygote_reported(*forked, status, block);
-  };
-  while (true) {
-    check_ended(false);
-    // A forked child that has exited (its pidfd says so) has finished its run:
-    // its wait status comes through its zygote, which may lag behind, and a
-    // zygote's stall must not turn a finished run into a timeout. Waited for
-    // (zygote_reported's bound); a zygote that never says is the grader's fault.
-    if (forked && !reaped) {
-      pollfd exited{forked->pidfd, POLLIN, 0};
-      if (poll(&exited, 1, 0) > 0) check_ended(true);
+    reaped_ = zygote_reported(*forked_, status_, block);
+  }
+
+  // A deferred request that has arrived is taken, and the wall clock starts;
+  // false where it never will (the run is abandoned).
+  bool take_deferred_request() {
+    if (!waiting_for_request_ ||
+        spec_.deferred_request.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      return true;
     }
-    if (waiting_for_request &&
-        spec.deferred_request.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-      waiting_for_request = false;
-      auto text = spec.deferred_request.get();
-      if (!text) {
-        outcome.abandoned = true;
-        break;
-      }
-      request_text = std::move(*text);
-      if (request_text.empty()) close_fd(request.write);
-      deadline = Clock::now() + wall;
+    waiting_for_request_ = false;
+    auto text = spec_.deferred_request.get();
+    if (!text) {
+      outcome_.abandoned = true;
+      return false;
     }
-    bool streams_open = out.read >= 0 || err.read >= 0 || result.read >= 0;
-    // Once the child has exited, grandchildren may still hold the pipes: they
-    // are killed below, so stop reading when nothing more arrives.
-    if (reaped && !streams_open) break;
-    auto now = Clock::now();
-    if (now >= deadline && !waiting_for_request) {
-      outcome.timed_out = !reaped;
-      break;
-    }
+    request_text_ = std::move(*text);
+    if (request_text_.empty()) close_fd(request_.write);
+    deadline_ = Clock::now() + wall_;
+    return true;
+  }
+
+  // The step under way (ChildSpec::step_limit), read off the result channel
+  // as it grows: a new step gets its own deadline from `now`.
+  void follow_steps(Clock::time_point now) {
     // (step_limit is set with a deferred request: read only once it has arrived.)
-    if (!waiting_for_request && spec.step_limit && outcome.result.size() != result_seen) {
-      result_seen = outcome.result.size();
-      const auto limit = spec.step_limit(outcome.result);
-      if (!limit) {
-        step = kNoStep;
-        step_deadline = Clock::time_point::max();
-      } else if (step != limit->step) {
-        step = limit->step;
-        step_deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit->seconds));
-        step_seconds = limit->seconds;
-      }
+    if (waiting_for_request_ || !spec_.step_limit || outcome_.result.size() == result_seen_) return;
+    result_seen_ = outcome_.result.size();
+    const auto limit = spec_.step_limit(outcome_.result);
+    if (!limit) {
+      step_ = kNoStep;
+      step_deadline_ = Clock::time_point::max();
+    } else if (step_ != limit->step) {
+      step_ = limit->step;
+      step_deadline_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit->seconds));
+      step_seconds_ = limit->seconds;
     }
-    if (now >= step_deadline && !reaped) {
-      outcome.timed_out = true;
-      outcome.step_limit_seconds = step_seconds;
-      break;
+  }
+
+  // Whether a limit stops the run now (the outcome says which).
+  bool limit_reached(Clock::time_point now) {
+    if (now >= deadline_ && !waiting_for_request_) {
+      outcome_.timed_out = !reaped_;
+      return true;
+    }
+    follow_steps(now);
+    if (now >= step_deadline_ && !reaped_) {
+      outcome_.timed_out = true;
+      outcome_.step_limit_seconds = step_seconds_;
+      return true;
     }
     // The cgroup's CPU counter covers every thread and process of the child
     // (before a deferred request arrives no learner code has run: not read).
-    if (cgroup && !reaped && !waiting_for_request && cgroup->cpu_seconds() + cpu_before > spec.limits.cpu_seconds) {
-      outcome.cpu_exceeded = outcome.timed_out = true;
-      break;
+    if (cgroup_ && !reaped_ && !waiting_for_request_ &&
+        cgroup_->cpu_seconds() + cpu_before_ > spec_.limits.cpu_seconds) {
+      outcome_.cpu_exceeded = outcome_.timed_out = true;
+      return true;
     }
-    if (spec.limits.stop_at_output_limit && (outcome.stdout_truncated || outcome.stderr_truncated)) {
-      outcome.output_exceeded = true;
-      break;
+    if (spec_.limits.stop_at_output_limit && (outcome_.stdout_truncated || outcome_.stderr_truncated)) {
+      outcome_.output_exceeded = true;
+      return true;
     }
+    return false;
+  }
+
+  // Waits for the child's streams (or its end, or the request's arrival) and
+  // moves what is ready: the request out, its output in. False: nothing more
+  // will come.
+  bool exchange(Clock::time_point now) {
     std::vector<pollfd> fds;
-    for (int fd : {out.read, err.read, result.read}) {
+    for (int fd : {out_.read, err_.read, result_.read}) {
       if (fd >= 0) fds.push_back({fd, POLLIN, 0});
     }
-    if (request.write >= 0 && !waiting_for_request) fds.push_back({request.write, POLLOUT, 0});
-    if (forked && !reaped) {
-      fds.push_back({forked->status_fd, POLLIN, 0});
-      fds.push_back({forked->pidfd, POLLIN, 0});  // its exit wakes the loop, whatever its zygote does
+    if (request_.write >= 0 && !waiting_for_request_) fds.push_back({request_.write, POLLOUT, 0});
+    if (forked_ && !reaped_) {
+      fds.push_back({forked_->status_fd, POLLIN, 0});
+      fds.push_back({forked_->pidfd, POLLIN, 0});  // its exit wakes the loop, whatever its zygote does
     }
-    const auto next_deadline = std::min(deadline, step_deadline);
+    const auto next_deadline = std::min(deadline_, step_deadline_);
     int wait_ms =
         static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline - now).count()) + 1;
-    wait_ms = std::min(wait_ms, reaped ? 100 : 50);
-    if (waiting_for_request) {
+    wait_ms = std::min(wait_ms, reaped_ ? 100 : 50);
+    if (waiting_for_request_) {
       // Woken by the request's arrival, or by the child's streams closing as it ends.
-      const bool woken = spec.request_wake_fd >= 0 && !fds.empty();
-      if (woken) fds.push_back({spec.request_wake_fd, POLLIN, 0});
+      const bool woken = spec_.request_wake_fd >= 0 && !fds.empty();
+      if (woken) fds.push_back({spec_.request_wake_fd, POLLIN, 0});
       wait_ms = woken ? 1000 : 5;
     }
     int ready = poll(fds.data(), fds.size(), wait_ms);
-    if (ready < 0 && errno != EINTR) break;
-    if (ready == 0 && reaped) break;  // exited, and nothing more is coming
+    if (ready < 0 && errno != EINTR) return false;
+    if (ready == 0 && reaped_) return false;  // exited, and nothing more is coming
     for (const auto& entry : fds) {
       if (entry.revents == 0) continue;
-      if (entry.fd == request.write) {
-        ssize_t wrote = write(request.write, request_text.data() + request_sent, request_text.size() - request_sent);
-        if (wrote > 0) request_sent += static_cast<size_t>(wrote);
-        if (wrote < 0 && errno != EAGAIN && errno != EINTR) close_fd(request.write);
-        if (request_sent == request_text.size()) close_fd(request.write);
-      } else if (entry.fd == out.read) {
-        drain(out.read, outcome.stdout_text, spec.limits.output_bytes, outcome.stdout_truncated);
-      } else if (entry.fd == err.read) {
-        drain(err.read, outcome.stderr_text, spec.limits.output_bytes, outcome.stderr_truncated);
-      } else if (entry.fd == result.read) {
-        drain(result.read, outcome.result, spec.limits.result_bytes, outcome.result_truncated);
+      if (entry.fd == request_.write) {
+        ssize_t wrote =
+            write(request_.write, request_text_.data() + request_sent_, request_text_.size() - request_sent_);
+        if (wrote > 0) request_sent_ += static_cast<size_t>(wrote);
+        if (wrote < 0 && errno != EAGAIN && errno != EINTR) close_fd(request_.write);
+        if (request_sent_ == request_text_.size()) close_fd(request_.write);
+      } else if (entry.fd == out_.read) {
+        drain(out_.read, outcome_.stdout_text, spec_.limits.output_bytes, outcome_.stdout_truncated);
+      } else if (entry.fd == err_.read) {
+        drain(err_.read, outcome_.stderr_text, spec_.limits.output_bytes, outcome_.stderr_truncated);
+      } else if (entry.fd == result_.read) {
+        drain(result_.read, outcome_.result, spec_.limits.result_bytes, outcome_.result_truncated);
       }  // request_wake_fd: stays readable; the request is taken at the top of the loop
     }
+    return true;
   }
 
-  outcome.ended_unasked = waiting_for_request;  // the loop ended before the request came
+  // Until the child has ended and said everything, or a limit stops it.
+  void watch() {
+    while (true) {
+      check_ended(false);
+      // A forked child that has exited (its pidfd says so) has finished its run:
+      // its wait status comes through its zygote, which may lag behind, and a
+      // zygote's stall must not turn a finished run into a timeout. Waited for
+      // (zygote_reported's bound); a zygote that never says is the grader's fault.
+      if (forked_ && !reaped_) {
+        pollfd exited{forked_->pidfd, POLLIN, 0};
+        if (poll(&exited, 1, 0) > 0) check_ended(true);
+      }
+      if (!take_deferred_request()) break;
+      const bool streams_open = out_.read >= 0 || err_.read >= 0 || result_.read >= 0;
+      // Once the child has exited, grandchildren may still hold the pipes: they
+      // are killed below, so stop reading when nothing more arrives.
+      if (reaped_ && !streams_open) break;
+      const auto now = Clock::now();
+      if (limit_reached(now)) break;
+      if (!exchange(now)) break;
+    }
+    outcome_.ended_unasked = waiting_for_request_;  // the loop ended before the request came
+  }
+
   // Whatever happened, nothing of the child's process group (nor of its
   // cgroup, which also holds what left the group) outlives the run.
-  if (forked) {
-    // By its pidfd: once reaped, its pid may be another process's. It never
-    // forks (its filter), and its cgroup holds whatever else it started.
-    if (!reaped) {
-      syscall(SYS_pidfd_send_signal, forked->pidfd, SIGKILL, nullptr, 0);
-      check_ended(true);
+  void end() {
+    if (forked_) {
+      // By its pidfd: once reaped, its pid may be another process's. It never
+      // forks (its filter), and its cgroup holds whatever else it started.
+      if (!reaped_) {
+        syscall(SYS_pidfd_send_signal, forked_->pidfd, SIGKILL, nullptr, 0);
+        check_ended(true);
+      }
+    } else {
+      kill(-pid_, SIGKILL);
+      if (!reaped_) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status_, 0);
+      }
     }
-  } else {
-    kill(-pid, SIGKILL);
-    if (!reaped) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
+    if (cgroup_) {
+      cgroup_->kill_all();
+      outcome_.cpu_seconds = cgroup_->cpu_seconds() + cpu_before_;
+      outcome_.memory_exceeded = cgroup_->oom_kills() > 0;
+      outcome_.process_cap_hit = cgroup_->process_cap_hits() > 0;
+      if (outcome_.cpu_seconds > spec_.limits.cpu_seconds) outcome_.cpu_exceeded = outcome_.timed_out = true;
     }
+    for (int* fd : {&out_.read, &err_.read, &request_.write, &result_.read}) close_fd(*fd);
+    if (!forked_) {
+      std::lock_guard<std::mutex> lock(children_mutex);
+      active_children.erase(pid_);
+    } else {
+      close(forked_->status_fd);
+      close(forked_->pidfd);
+      if (forked_->lost) throw GraderFault("the runner's zygote ended while it ran a submission (see: grade sandbox)");
+    }
+    // What it left behind (bwrap's process in its namespace, grandchildren) is
+    // the grader's now, and dead: the cgroup is empty, the group killed.
+    reap_orphans();
+    outcome_.wall_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
   }
-  if (cgroup) {
-    cgroup->kill_all();
-    outcome.cpu_seconds = cgroup->cpu_seconds() + cpu_before;
-    outcome.memory_exceeded = cgroup->oom_kills() > 0;
-    outcome.process_cap_hit = cgroup->process_cap_hits() > 0;
-    if (outcome.cpu_seconds > spec.limits.cpu_seconds) outcome.cpu_exceeded = outcome.timed_out = true;
-  }
-  for (int* fd : {&out.read, &err.read, &request.write, &result.read}) close_fd(*fd);
-  if (!forked) {
-    std::lock_guard<std::mutex> lock(children_mutex);
-    active_children.erase(pid);
-  } else {
-    close(forked->status_fd);
-    close(forked->pidfd);
-    if (forked->lost) throw GraderFault("the runner's zygote ended while it ran a submission (see: grade sandbox)");
-  }
-  // What it left behind (bwrap's process in its namespace, grandchildren) is
-  // the grader's now, and dead: the cgroup is empty, the group killed.
-  reap_orphans();
 
-  outcome.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
-  // (A zygote's child is read the same way: exit status 152 means what it
-  // would have meant from a fresh runner.)
-  if (spec.signal_in_exit_code && outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
-    outcome.term_signal = outcome.exit_code - 128;
-    outcome.exit_code = -1;
+  // The wait status, as the outcome says it.
+  void read_status() {
+    if (WIFEXITED(status_)) outcome_.exit_code = WEXITSTATUS(status_);
+    if (WIFSIGNALED(status_)) outcome_.term_signal = WTERMSIG(status_);
+    // (A zygote's child is read the same way: exit status 152 means what it
+    // would have meant from a fresh runner.)
+    if (spec_.signal_in_exit_code && outcome_.exit_code > 128 && outcome_.exit_code <= 128 + 64) {
+      outcome_.term_signal = outcome_.exit_code - 128;
+      outcome_.exit_code = -1;
+    }
+    if (outcome_.timed_out || outcome_.output_exceeded) outcome_.term_signal = 0;
+    // The kernel's CPU limit ends a process with SIGXCPU (or SIGKILL past the hard limit).
+    if (outcome_.term_signal == SIGXCPU) outcome_.timed_out = true;
   }
-  if (outcome.timed_out || outcome.output_exceeded) outcome.term_signal = 0;
-  // The kernel's CPU limit ends a process with SIGXCPU (or SIGKILL past the hard limit).
-  if (outcome.term_signal == SIGXCPU) outcome.timed_out = true;
-  return outcome;
-}
+
+  const ChildSpec& spec_;
+  const bool deferred_;
+  ChildOutcome outcome_;
+  int devnull_ = -1;
+  Pipe out_, err_, request_, result_, args_;
+  std::unique_ptr<Cgroup> cgroup_;
+  std::optional<Zygote::Child> forked_;  // a zygote's child, where one forked it
+  pid_t pid_ = -1;
+  Clock::time_point start_;
+  Clock::duration wall_{};
+  Clock::time_point deadline_;
+  std::string request_text_;
+  size_t request_sent_ = 0;
+  bool waiting_for_request_ = false;
+  int status_ = 0;
+  bool reaped_ = false;
+  size_t step_ = kNoStep;  // the step under way (ChildSpec::step_limit), and until when
+  Clock::time_point step_deadline_ = Clock::time_point::max();
+  double step_seconds_ = 0;
+  size_t result_seen_ = 0;
+  double cpu_before_ = 0;
+};
+
+}  // namespace
+
+ChildOutcome run_child(const ChildSpec& spec) { return ChildRun(spec).run(); }
 
 EarlyChild::EarlyChild(ChildSpec spec) : spec_(std::make_unique<ChildSpec>(std::move(spec))) {
   // A zygote's child starts in moments: it is forked when the request comes
