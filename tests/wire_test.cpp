@@ -1,5 +1,6 @@
 // The private channel: what the child sends is validated, never trusted.
 #include "wire/wire.h"
+#include "wire/trace.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,60 @@ namespace {
 
 // What the runner wrote on its result channel, taken apart (one row per rule):
 // the ready line, the case markers (the last one counts), the message after.
+// The trace as the runner writes it is the trace the checks read: every
+// field, through an encoded message; and the fields' text, as it travels, reads
+// as it always has (what a runner of this version sends).
+TEST(Trace, WhatTheRunnerPutsTheChecksRead) {
+  using Kind = grader::wire::DeviceEvent::Kind;
+  grader::wire::Trace trace;
+  trace.op_counts = {{"aten::matmul", 2}, {"a name with spaces\nand a newline", 1}};
+  trace.device_events = {{Kind::item, "aten::item", ""}, {Kind::mixed, "aten::add", "aten::ones"}};
+  trace.largest_output = grader::wire::LargestOutput{384, "aten::softmax", {2, 3, 4, 4}};
+  trace.scope_work = {{96, 24, 96}, {48, 12, 0}};
+  trace.heap_growth = 4096;
+  trace.static_bytes = 12;
+  trace.recording_intact = true;
+  grader::wire::Record response;
+  grader::wire::put_trace(response, trace);
+  EXPECT_EQ(response.string("device_events"), "item aten::item\nmixed aten::add aten::ones\n");
+  EXPECT_EQ(response.string("largest_output"), "384 aten::softmax 2 3 4 4");
+  EXPECT_EQ(response.string("scope_work"), "96/24/96 48/12/0");
+  const auto sent = grader::wire::decode(grader::wire::encode({response}));
+  ASSERT_EQ(sent.size(), 1u);
+  const auto read = grader::wire::trace_of(sent.front());
+  EXPECT_EQ(read.op_counts, trace.op_counts);
+  EXPECT_EQ(read.device_events, trace.device_events);
+  ASSERT_TRUE(read.largest_output.has_value());
+  EXPECT_EQ(read.largest_output->bytes, 384);
+  EXPECT_EQ(read.largest_output->sizes, (std::vector<int64_t>{2, 3, 4, 4}));
+  ASSERT_EQ(read.scope_work.size(), 2u);
+  EXPECT_EQ(read.scope_work[1].elements, 12);
+  EXPECT_EQ(read.heap_growth, 4096);
+  EXPECT_EQ(read.static_bytes, 12);
+  EXPECT_TRUE(read.recording_intact);
+}
+
+// A response without a trace (code that stopped early), or with fields a
+// learner garbled, reads as what can be read of it.
+TEST(Trace, MissingOrGarbledFieldsReadAsEmpty) {
+  grader::wire::Record response;
+  auto empty = grader::wire::trace_of(response);
+  EXPECT_TRUE(empty.op_counts.empty());
+  EXPECT_TRUE(empty.device_events.empty());
+  EXPECT_FALSE(empty.largest_output.has_value());
+  EXPECT_FALSE(empty.recording_intact);
+  response.strings["device_events"] = "mixed\nteleport aten::x\nto_host aten::to\n";
+  response.strings["largest_output"] = "lots aten::x";
+  response.strings["scope_work"] = "1/2/3 x/y 4/5/6";
+  response.ints["op:"] = 3;
+  const auto garbled = grader::wire::trace_of(response);
+  ASSERT_EQ(garbled.device_events.size(), 1u);
+  EXPECT_EQ(garbled.device_events[0].kind, grader::wire::DeviceEvent::Kind::to_host);
+  EXPECT_FALSE(garbled.largest_output.has_value());
+  EXPECT_EQ(garbled.scope_work.size(), 1u);  // up to the first entry that does not read as one
+  EXPECT_EQ(garbled.op_counts.at(""), 3);
+}
+
 TEST(Wire, SplitsTheRunnerStream) {
   struct Row {
     std::string bytes;

@@ -11,7 +11,6 @@
 
 #include "base/errors.h"
 #include "report/report.h"
-#include "runner/op_recorder.h"
 
 namespace grader {
 
@@ -161,7 +160,7 @@ std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& 
 
 ScopeMacs scope_macs(const CaseRun& run) {
   ScopeMacs macs;
-  for (const auto& entry : scope_work_of(run.response)) {
+  for (const auto& entry : run.trace().scope_work) {
     macs.recorded += entry.macs;
     macs.computed += entry.computed;
   }
@@ -186,14 +185,14 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
     // (returning an input, say: the numerics checks fail it) or the recording
     // was evaded. Which, the grader cannot tell, so it does not assess this
     // (and a check not assessed blocks a pass).
-    if (!run.threw() && run.response.tensors.count("output") && op_counts(run.response).empty()) {
+    if (!run.threw() && run.response.tensors.count("output") && run.trace().op_counts.empty()) {
       unrecorded = true;
     }
     // The runner's own probe found the recording switched off after the call.
     if (!run.recording_intact()) tampered = true;
     // Or work was done while it was off: BLAS saw products no recorded operator made.
     if (auto unseen = unrecorded_work(scope_macs(run))) found.insert(*unseen + " (" + run.describe() + ")");
-    for (const auto& [op, count] : op_counts(run.response)) {
+    for (const auto& [op, count] : run.trace().op_counts) {
       for (const auto& pattern : exercise.forbidden_operators) {
         if (op.find(pattern) != std::string::npos) found.insert(op);
       }

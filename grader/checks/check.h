@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exercise/exercise.h"
+#include "wire/trace.h"
 #include "wire/wire.h"
 
 namespace grader {
@@ -64,8 +65,10 @@ struct CaseRun {
 
   bool threw() const { return response.strings.count("error") > 0; }
   std::string error() const { return response.string_or("error", ""); }
+  // What the runner recorded of the call (wire/trace.h).
+  wire::Trace trace() const { return wire::trace_of(response); }
   // The runner's probe after the call: LibTorch's operator recording still on.
-  bool recording_intact() const { return response.integer_or("recording_intact", 0) != 0; }
+  bool recording_intact() const { return trace().recording_intact; }
   std::string describe() const { return request.string_or("describe", request.string("case")); }
 };
 

@@ -235,16 +235,15 @@ int grader::run_submission(const char* submission_file, const std::string& shown
       response.strings["error"] = "an exception that is not a std::exception was thrown";
     }
     if (traced) {
-      auto ops = recorder.stop();
-      grader::put_op_counts(response, ops);
-      std::string events;
-      for (const auto& event : recorder.device_events()) events += event + '\n';
-      response.strings["device_events"] = events;
-      response.strings["largest_output"] = recorder.largest_output();
-      response.strings["scope_work"] = recorder.scope_work();
-      response.ints["heap_growth"] = grader::heap::take_growth();
-      response.ints["static_bytes"] = static_bytes;
-      response.ints["recording_intact"] = recorder.intact() ? 1 : 0;
+      grader::wire::Trace trace;
+      trace.op_counts = recorder.stop();
+      trace.device_events = recorder.device_events();
+      trace.largest_output = recorder.largest_output();
+      trace.scope_work = recorder.scope_work();
+      trace.heap_growth = grader::heap::take_growth();
+      trace.static_bytes = static_bytes;
+      trace.recording_intact = recorder.intact();
+      grader::wire::put_trace(response, trace);
     }
     responses.push_back(std::move(response));
   }

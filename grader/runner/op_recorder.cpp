@@ -41,14 +41,15 @@ std::unordered_map<const void*, HostMade> host_made;
 const void* storage_of(const at::Tensor& tensor) {
   return tensor.has_storage() ? static_cast<const void*>(tensor.storage().unsafeGetStorageImpl()) : nullptr;
 }
-std::set<std::string> events;
+std::set<wire::DeviceEvent> events;
 
 // The largest storage an operator returned inside the forward scope, at any
 // depth: the biggest single allocation of the forward (a view or an
 // expand shares its base's storage, so it is not counted as new memory).
 struct Largest {
   size_t bytes = 0;
-  std::string op, shape;
+  std::string op;
+  std::vector<int64_t> sizes;
 } largest;
 
 void note_size(const at::RecordFunction& fn, const std::string& op) {
@@ -58,9 +59,7 @@ void note_size(const at::RecordFunction& fn, const std::string& op) {
     if (!tensor.defined() || !tensor.has_storage()) continue;
     const size_t bytes = tensor.storage().nbytes();
     if (bytes <= largest.bytes) continue;
-    std::string shape;
-    for (auto size : tensor.sizes()) shape += (shape.empty() ? "" : " ") + std::to_string(size);
-    largest = {bytes, op, shape};
+    largest = {bytes, op, tensor.sizes().vec()};
   }
 }
 
@@ -207,12 +206,12 @@ void note_inputs(const at::RecordFunction& fn, OpContext& context) {
     }
   }
   if (!context.origin.empty() && other_tensor && !is_move(context.op)) {
-    events.insert("mixed " + context.op + " " + context.origin);
+    events.insert({wire::DeviceEvent::Kind::mixed, context.op, context.origin});
   }
   if (is_round_trip_read(context.op) && context.origin.empty()) {
-    events.insert("item " + context.op);
+    events.insert({wire::DeviceEvent::Kind::item, context.op, ""});
   }
-  if (is_move(context.op) && to_cpu && from_accelerator) events.insert("to_host " + context.op);
+  if (is_move(context.op) && to_cpu && from_accelerator) events.insert({wire::DeviceEvent::Kind::to_host, context.op, ""});
 }
 
 void note_outputs(const at::RecordFunction& fn, const OpContext& context) {
@@ -320,25 +319,25 @@ std::map<std::string, long> OpRecorder::stop() {
   return counts;
 }
 
-std::vector<std::string> OpRecorder::device_events() const {
+std::vector<wire::DeviceEvent> OpRecorder::device_events() const {
   std::lock_guard<std::mutex> lock(counts_mutex);
   return {events.begin(), events.end()};
 }
 
-std::string OpRecorder::largest_output() const {
+std::optional<wire::LargestOutput> OpRecorder::largest_output() const {
   std::lock_guard<std::mutex> lock(counts_mutex);
-  if (largest.bytes == 0) return "";
-  return std::to_string(largest.bytes) + " " + largest.op + " " + largest.shape;
+  if (largest.bytes == 0) return std::nullopt;
+  return wire::LargestOutput{static_cast<int64_t>(largest.bytes), largest.op, largest.sizes};
 }
 
-std::string OpRecorder::scope_work() const {
+std::vector<wire::ScopeWork> OpRecorder::scope_work() const {
   std::lock_guard<std::mutex> lock(counts_mutex);
-  std::string text;
-  for (const auto& work : call_work) {
-    text += (text.empty() ? "" : " ") + std::to_string(static_cast<int64_t>(work.macs)) + "/" +
-            std::to_string(static_cast<int64_t>(work.elements)) + "/" + std::to_string(work.computed);
+  std::vector<wire::ScopeWork> work;
+  for (const auto& call : call_work) {
+    work.push_back({static_cast<double>(static_cast<int64_t>(call.macs)),
+                    static_cast<double>(static_cast<int64_t>(call.elements)), static_cast<double>(call.computed)});
   }
-  return text;
+  return work;
 }
 
 void OpRecorder::on_scope(void (*entered)(), void (*left)()) {
@@ -353,42 +352,5 @@ void OpRecorder::count_computed(uint64_t (*now)()) {
 }
 
 bool OpRecorder::intact() const { return at::isRecordFunctionEnabled() && at::hasGlobalCallbacks(); }
-
-namespace {
-const std::string kOpPrefix = "op:";
-}
-
-void put_op_counts(wire::Record& response, const std::map<std::string, long>& op_counts) {
-  for (const auto& [name, count] : op_counts) response.ints[kOpPrefix + name.substr(0, kMaxOpName)] += count;
-}
-
-std::vector<ScopeWorkEntry> scope_work_of(const wire::Record& response) {
-  std::vector<ScopeWorkEntry> entries;
-  std::istringstream work(response.string_or("scope_work", ""));
-  for (std::string text; work >> text;) {
-    const auto first = text.find('/');
-    if (first == std::string::npos) break;
-    const auto second = text.find('/', first + 1);
-    ScopeWorkEntry entry;
-    try {
-      entry.macs = std::stod(text.substr(0, first));
-      entry.elements = std::stod(text.substr(first + 1, second - first - 1));
-      if (second != std::string::npos) entry.computed = std::stod(text.substr(second + 1));
-    } catch (const std::exception&) {
-      break;
-    }
-    entries.push_back(entry);
-  }
-  return entries;
-}
-
-std::map<std::string, long> op_counts(const wire::Record& response) {
-  std::map<std::string, long> counts;
-  for (auto it = response.ints.lower_bound(kOpPrefix); it != response.ints.end(); ++it) {
-    if (it->first.compare(0, kOpPrefix.size(), kOpPrefix) != 0) break;
-    counts[it->first.substr(kOpPrefix.size())] = static_cast<long>(it->second);
-  }
-  return counts;
-}
 
 }  // namespace grader

@@ -7,10 +7,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "wire/wire.h"
+#include "wire/trace.h"
 
 namespace grader {
 
@@ -26,22 +27,20 @@ class OpRecorder {
   // inside which the device watch looks at what learner code calls.
   void start(const std::string& forward_marker = "");
   std::map<std::string, long> stop();  // op name -> calls since start()
-  // What the device watch saw since start(), one line each:
-  //   "mixed <op> <factory>"  <op> met a tensor <factory> made on the CPU (no
-  //                           device given) with tensors that follow the inputs
-  //   "item <op>"             a value read back to the host (.item())
-  //   "to_host <op>"          a tensor on an accelerator moved to the CPU
-  std::vector<std::string> device_events() const;
+  // What the device watch saw since start(), each once, sorted: an operator
+  // that met a tensor a factory made on the CPU (no device given) with
+  // tensors that follow the inputs (mixed), a value read back to the host
+  // (.item(): item), a tensor on an accelerator moved to the CPU (to_host).
+  std::vector<wire::DeviceEvent> device_events() const;
   // The largest storage an operator returned inside the forward scope since
-  // start(): "<bytes> <op> <size> <size> ...", empty when none.
-  std::string largest_output() const;
-  // The work of each entry into the forward scope since start(), in order, one
-  // "<macs>/<elements>/<computed>" per learner call, space-separated: the
-  // multiply-adds of matrix products and convolutions by operator name (mm,
-  // addmm, bmm, baddbmm, addbmm, mv, dot, convolution, at any depth), the
-  // elements of the new tensors the learner's own operator calls returned,
-  // and the multiply-adds the count_computed counter saw. Empty when none.
-  std::string scope_work() const;
+  // start(); nothing when none.
+  std::optional<wire::LargestOutput> largest_output() const;
+  // The work of each entry into the forward scope since start(), in order:
+  // the multiply-adds of matrix products and convolutions by operator name
+  // (mm, addmm, bmm, baddbmm, addbmm, mv, dot, convolution, at any depth),
+  // the elements of the new tensors the learner's own operator calls
+  // returned, and the multiply-adds the count_computed counter saw.
+  std::vector<wire::ScopeWork> scope_work() const;
   // False if learner code switched recording off or removed the callback.
   bool intact() const;
   // Called as each entry into the forward scope begins and ends (the runner's
@@ -52,21 +51,5 @@ class OpRecorder {
   // figure in scope_work(). None by default (0).
   void count_computed(uint64_t (*now)());
 };
-
-// The counts travel as integers of the case's response record, one per
-// operator under "op:<name>": length-prefixed like every wire field, so no name
-// (a learner can record any name, spaces and newlines included) can shift
-// another. Names longer than kMaxOpName are cut (the wire caps keys).
-constexpr size_t kMaxOpName = 200;
-void put_op_counts(wire::Record& response, const std::map<std::string, long>& counts);
-std::map<std::string, long> op_counts(const wire::Record& response);
-
-// The work of each entry into the forward scope, read back from a response's
-// "scope_work" (OpRecorder::scope_work): in order, up to the first entry that
-// does not read as one (computed is 0 where the runner counted none).
-struct ScopeWorkEntry {
-  double macs = 0, elements = 0, computed = 0;
-};
-std::vector<ScopeWorkEntry> scope_work_of(const wire::Record& response);
 
 }  // namespace grader

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/op_recorder.h"
+#include "wire/trace.h"
 #include "wire/wire.h"
 
 int main(int argc, char** argv) {
@@ -40,11 +40,21 @@ int main(int argc, char** argv) {
   response.tensors["output"] = at::randn({2, 3, 4, 8});
   response.tensors["weights"] = at::rand({2, 3, 4, 4});
   response.tensors["indices"] = at::arange(5, at::kLong);
-  grader::put_op_counts(response, {{"aten::matmul", 2}, {"aten::softmax", 1}, {"aten::div", 1}, {"x 1\naten::mm", 3}});
+  grader::wire::Trace trace;
+  trace.op_counts = {{"aten::matmul", 2}, {"aten::softmax", 1}, {"aten::div", 1}, {"x 1\naten::mm", 3}};
+  trace.device_events = {{grader::wire::DeviceEvent::Kind::mixed, "aten::masked_fill", "aten::ones"},
+                         {grader::wire::DeviceEvent::Kind::item, "aten::item", ""}};
+  trace.largest_output = grader::wire::LargestOutput{384, "aten::softmax", {2, 3, 4, 4}};
+  trace.scope_work = {{96, 24, 96}, {48, 12, 0}};
+  trace.heap_growth = 4096;
+  trace.recording_intact = true;
+  grader::wire::put_trace(response, trace);
   Record failed;
   failed.strings["case"] = "causal";
   failed.strings["error"] = "shape mismatch: [2, 3] vs [3, 2] \xe2\x80\xae";
-  grader::put_op_counts(failed, {{"aten::matmul", 0}, {std::string(grader::kMaxOpName + 20, 'n'), 1}});
+  grader::wire::Trace cut;
+  cut.op_counts = {{"aten::matmul", 0}, {std::string(grader::wire::kMaxOpName + 20, 'n'), 1}};
+  grader::wire::put_trace(failed, cut);
   messages.push_back({response, failed});
 
   // Edge cases of shape and value: scalar, empty, undefined, extremes.

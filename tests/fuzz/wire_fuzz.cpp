@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/op_recorder.h"
+#include "wire/trace.h"
 #include "wire/wire.h"
 
 namespace {
@@ -85,9 +85,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const auto& record : records) {
     for (const auto& [name, tensor] : record.tensors) touch(tensor);
-    for (const auto& [name, count] : grader::op_counts(record)) {
+    // The trace the grader's checks read back from any record the runner could send.
+    const auto trace = grader::wire::trace_of(record);
+    for (const auto& [name, count] : trace.op_counts) {
       auto found = record.ints.find("op:" + name);
       if (found == record.ints.end() || found->second != count) fail("op_counts disagrees with the record");
+    }
+    // Written again and read back, it is the same trace.
+    grader::wire::Record rewritten;
+    grader::wire::put_trace(rewritten, trace);
+    const auto again = grader::wire::trace_of(rewritten);
+    if (again.op_counts.size() > trace.op_counts.size() || again.device_events.size() != trace.device_events.size() ||
+        again.scope_work.size() != trace.scope_work.size() || again.recording_intact != trace.recording_intact) {
+      fail("a trace written again reads back differently");
     }
   }
   // What decoded must encode and decode to the same records.

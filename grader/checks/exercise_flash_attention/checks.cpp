@@ -52,11 +52,12 @@ struct Largest {
   std::string op, shape;
 };
 std::optional<Largest> largest_of(const CaseRun& run) {
-  std::istringstream in(run.response.string_or("largest_output", ""));
+  const auto recorded = run.trace().largest_output;
+  if (!recorded) return std::nullopt;
   Largest l;
-  if (!(in >> l.bytes >> l.op)) return std::nullopt;
-  int64_t size = 0;
-  while (in >> size) {
+  l.bytes = static_cast<double>(recorded->bytes);
+  l.op = recorded->op;
+  for (const auto size : recorded->sizes) {
     l.shape += (l.shape.empty() ? "" : ", ") + std::to_string(size);
     l.elements *= static_cast<double>(size);
   }
@@ -127,7 +128,7 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
     // runner counts malloc and its family, and the code's static storage),
     // whoever allocated it, a buffer wrapped with from_blob included.
     const double held =
-        static_cast<double>(run.response.integer_or("heap_growth", 0) + run.response.integer_or("static_bytes", 0));
+        static_cast<double>(run.trace().heap_growth + run.trace().static_bytes);
     const double given = bh * item *
                          (nq * dims.at("d") + nk * dims.at("d") + nk * dims.at("d_v") + 2 * nq * dims.at("d_v") +
                           2 * nq * dims.at("block"));

@@ -19,7 +19,6 @@
 #include "checks/kit/kit.h"
 #include "kv_cache.h"
 #include "rotary.h"
-#include "runner/op_recorder.h"
 
 namespace grader::exercise_kv_cache {
 namespace {
@@ -126,7 +125,7 @@ std::vector<Call> calls_of(const CaseRun& run) {
   std::istringstream labels(run.response.string_or("calls", ""));
   std::vector<std::string> call_labels;
   for (std::string label; std::getline(labels, label);) call_labels.push_back(label);
-  const auto measured = scope_work_of(run.response);
+  const auto measured = run.trace().scope_work;
   for (size_t i = 0; i < calls.size() && i < measured.size() && i < call_labels.size(); ++i) {
     if (call_labels[i] != calls[i].label) break;
     calls[i].macs = std::max(measured[i].macs, measured[i].computed);

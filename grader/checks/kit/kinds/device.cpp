@@ -18,7 +18,6 @@
 #include "checks/kit/helpers.h"
 #include "base/errors.h"
 #include "report/report.h"
-#include "runner/op_recorder.h"
 
 namespace grader::kit {
 
@@ -78,22 +77,19 @@ std::vector<Kit::DeviceProblem> Kit::gpu_device_problems() const {
 }
 
 CheckResult Kit::device_placement(const CheckSpec& spec) const {
-  // What the runner's device watch saw (grader/runner/op_recorder.h), first case of each.
-  std::map<std::string, std::string> first_seen;
+  // What the runner's device watch saw (wire/trace.h), first case of each.
+  std::map<wire::DeviceEvent, std::string> first_seen;
   for (const auto& [id, run] : input_->cases) {
-    std::istringstream lines(run.response.string_or("device_events", ""));
-    for (std::string line; std::getline(lines, line);) {
-      if (!line.empty() && !first_seen.count(line)) first_seen[line] = run.describe();
-    }
+    for (const auto& event : run.trace().device_events) first_seen.emplace(event, run.describe());
   }
   auto short_op = [](std::string op) { return op.rfind("aten::", 0) == 0 ? op.substr(6) : op; };
   std::vector<std::string> evidence;
   std::string message;
   for (const auto& [event, where] : first_seen) {
-    std::istringstream words(event);
-    std::string kind, op, origin;
-    words >> kind >> op >> origin;
-    if (kind == "mixed") {
+    const auto& op = event.op;
+    const auto& origin = event.factory;
+    using Kind = wire::DeviceEvent::Kind;
+    if (event.kind == Kind::mixed) {
       evidence.push_back(short_op(op) + " received a tensor that " + short_op(origin) +
                          " made on the CPU (no device given) together with the input's data (" + where + ")");
       if (message.empty()) {
@@ -102,14 +98,14 @@ CheckResult Kit::device_placement(const CheckSpec& spec) const {
                   " would fail with a device mismatch; create it with the input's options (x.options(), "
                   "x.device()) or register it as a buffer";
       }
-    } else if (kind == "item") {
+    } else if (event.kind == Kind::item) {
       evidence.push_back(short_op(op) + " read a value of the input's data back to the host (" + where + ")");
       if (message.empty()) {
         message =
             "forward reads a tensor's value back to the host (.item()): on a GPU every call waits for the "
             "device; keep the computation in tensors";
       }
-    } else if (kind == "to_host") {
+    } else if (event.kind == Kind::to_host) {
       evidence.push_back(short_op(op) + " moved the input's data to the CPU (" + where + ")");
       if (message.empty()) {
         message =

@@ -18,7 +18,6 @@
 #include "checks/kit/helpers.h"
 #include "base/errors.h"
 #include "report/report.h"
-#include "runner/op_recorder.h"
 
 namespace grader::kit {
 

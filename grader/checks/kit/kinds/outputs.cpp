@@ -18,7 +18,6 @@
 #include "checks/kit/helpers.h"
 #include "base/errors.h"
 #include "report/report.h"
-#include "runner/op_recorder.h"
 
 namespace grader::kit {
 
@@ -352,7 +351,7 @@ CheckResult Kit::work_growth(const CheckSpec& spec) const {
     const auto& run = input_->at(id);
     if (not_runnable(run)) return explain(spec.id, id);
     int64_t total = 0;
-    for (const auto& [op, count] : op_counts(run.response)) {
+    for (const auto& [op, count] : run.trace().op_counts) {
       if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
           op == "aten::div") {
         total += count;
