@@ -3,6 +3,7 @@
 // timing no correct forward could give is flagged from the numbers alone. The
 // timing itself needs a GPU (scripts/gpu-check.sh runs it there).
 #include "report/speed.h"
+#include "wire/keys.h"
 
 #include <gtest/gtest.h>
 
@@ -63,7 +64,7 @@ TEST(Speed, EveryExercisesSpeedPlansItsSizes) {
       EXPECT_GE(shapes, 1u) << id << " size " << i;
     }
     for (const auto& [name, expression] : exercise.signature.constructor) {
-      EXPECT_TRUE(request.reals.count("ctor." + name)) << id << ": " << name;
+      EXPECT_TRUE(request.reals.count(wire::key::ctor(name))) << id << ": " << name;
     }
   }
   EXPECT_GE(timed, 3u) << "the attention exercises are timed on a GPU";

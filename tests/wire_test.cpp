@@ -1,5 +1,6 @@
 // The private channel: what the child sends is validated, never trusted.
 #include "wire/wire.h"
+#include "wire/keys.h"
 #include "wire/trace.h"
 
 #include <ATen/ATen.h>
@@ -66,6 +67,23 @@ TEST(Trace, MissingOrGarbledFieldsReadAsEmpty) {
   EXPECT_FALSE(garbled.largest_output.has_value());
   EXPECT_EQ(garbled.scope_work.size(), 1u);  // up to the first entry that does not read as one
   EXPECT_EQ(garbled.op_counts.at(""), 3);
+}
+
+// Each kind of field key names its field and reads back to it; a key of
+// another kind, or a bare prefix's neighbour, is not one.
+TEST(WireKeys, EachKindReadsBackAndNoOther) {
+  namespace key = grader::wire::key;
+  EXPECT_EQ(key::input_name(key::input("query")), "query");
+  EXPECT_EQ(key::param_name(key::param("layers.0.linear1.weight")), "layers.0.linear1.weight");
+  EXPECT_EQ(key::ctor_name(key::ctor("d_model")), "d_model");
+  EXPECT_EQ(key::dim_name(key::dim("Nq")), "Nq");
+  EXPECT_EQ(key::arg_name(key::arg("key_offset")), "key_offset");
+  EXPECT_FALSE(key::input_name(key::param("query")).has_value());
+  EXPECT_FALSE(key::param_name(key::grad_param("w")).has_value());
+  EXPECT_FALSE(key::input_name(key::grad_input("x")).has_value());
+  EXPECT_FALSE(key::dim_name("dimension").has_value());
+  EXPECT_FALSE(key::input_name("inputs.x").has_value());
+  EXPECT_EQ(key::input_name("input."), "");
 }
 
 TEST(Wire, SplitsTheRunnerStream) {

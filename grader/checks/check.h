@@ -14,6 +14,7 @@
 
 #include "exercise/exercise.h"
 #include "wire/trace.h"
+#include "wire/keys.h"
 #include "wire/wire.h"
 
 namespace grader {

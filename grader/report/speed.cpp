@@ -102,8 +102,8 @@ wire::Record plan_speed(const Exercise& exercise, uint64_t seed, const std::stri
           throw ConfigError(where + "the sizes give the constructor's '" + name +
                             "' different values; vary only what forward's inputs carry (B, N)");
       }
-      record.reals["ctor." + name] = first;
-      if (first == std::floor(first)) record.ints["ctor." + name] = static_cast<int64_t>(first);
+      record.reals[wire::key::ctor(name)] = first;
+      if (first == std::floor(first)) record.ints[wire::key::ctor(name)] = static_cast<int64_t>(first);
     }
     if (speed.baseline == "self_attention")
       record.ints["speed.heads"] = kit::evaluate_dim(speed.heads, speed.sizes.front());

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "wire/keys.h"
 #include "wire/wire.h"
 
 namespace grader::driver {

@@ -37,16 +37,17 @@ class Inputs {
   Inputs(const wire::Record& request, at::ScalarType dtype, bool want_grad) {
     const auto device = case_device(request);
     for (const auto& [key, value] : request.ints) {
-      if (key.rfind("arg.", 0) == 0) arguments_.emplace_back(key.substr(4), value);
+      if (auto name = wire::key::arg_name(key)) arguments_.emplace_back(std::move(*name), value);
     }
     for (const auto& [key, tensor] : request.tensors) {
-      if (key.rfind("input.", 0) != 0) continue;
+      const auto name = wire::key::input_name(key);
+      if (!name) continue;
       auto copy = tensor.to(device, /*non_blocking=*/false, /*copy=*/true);
       if (copy.is_floating_point()) {
         copy = copy.to(dtype);
         if (want_grad) copy.requires_grad_(true);
       }
-      tensors_.emplace_back(key.substr(6), copy);
+      tensors_.emplace_back(*name, copy);
     }
   }
   // Tensors used as they are (the speed run's fresh inputs, already on the device).
@@ -119,9 +120,9 @@ inline void backward_and_report(const wire::Record& request, wire::Record& respo
               grad_output.sizes());
   output.backward(grad_output.to(output.device(), output.scalar_type()));
   for (const auto& [key, tensor] : inputs.all()) {
-    if (tensor.is_floating_point()) put_tensor(response, "grad.input." + key, tensor.grad());
+    if (tensor.is_floating_point()) put_tensor(response, wire::key::grad_input(key), tensor.grad());
   }
-  for (const auto& [key, tensor] : parameters) put_tensor(response, "grad.param." + key, tensor.grad());
+  for (const auto& [key, tensor] : parameters) put_tensor(response, wire::key::grad_param(key), tensor.grad());
 }
 
 // A dropout-site case (kit kind dropout_sites) fixes the p of registered
@@ -182,8 +183,9 @@ bool prepare_module(const wire::Record& request, wire::Record& response, Module&
   std::string missing;
   auto parameters = module->named_parameters();
   for (const auto& [key, tensor] : request.tensors) {
-    if (key.rfind("param.", 0) != 0) continue;
-    auto name = key.substr(6);
+    const auto found = wire::key::param_name(key);
+    if (!found) continue;
+    const auto& name = *found;
     auto* target = parameters.find(name);
     if (!target || target->sizes() != tensor.sizes()) {
       missing += name + '\n';

@@ -72,9 +72,9 @@ kit::AttentionProbe probe() {
     auto query = at::zeros({kB, kH, kN, kDk}, at::kDouble), key = at::zeros({kB, kH, kN, kDk}, at::kDouble);
     query.select(-1, 0).copy_(a.unsqueeze(1).expand({kB, kH, kN}));
     key.select(-1, 0).copy_(b.unsqueeze(1).expand({kB, kH, kN}));
-    r.tensors["input.query"] = query;
-    r.tensors["input.key"] = key;
-    r.tensors["input.value"] = at::arange(kB * kH * kN * kDv, at::kDouble).reshape({kB, kH, kN, kDv}).sin();
+    r.tensors[wire::key::input("query")] = query;
+    r.tensors[wire::key::input("key")] = key;
+    r.tensors[wire::key::input("value")] = at::arange(kB * kH * kN * kDv, at::kDouble).reshape({kB, kH, kN, kDv}).sin();
   };
   p.read = [](const CaseRun& run, std::string& why) -> std::optional<at::Tensor> {
     auto weights = learner_tensor(run, "weights", why);
@@ -199,12 +199,12 @@ void add_causality_cases(kit::Kit& kit, std::vector<wire::Record>& cases, at::Ge
     for (const auto& id : spec.cases) {
       if (spec.kind != "later_tokens_changed" && spec.kind != "gradients_of_earlier_outputs") continue;
       auto twin = kit::planned_case(cases, id, "check '" + spec.id + "'");
-      const auto n = twin.tensor("input.query").size(-2), t = split_of(n);
+      const auto n = twin.tensor(wire::key::input("query")).size(-2), t = split_of(n);
       if (spec.kind == "later_tokens_changed") {
         twin.strings["case"] = later_case(id);
         twin.strings["describe"] += fmt::format(", tokens {}..{} redrawn", t, n - 1);
         twin.tensors.erase("grad_output");
-        for (const char* name : {"input.query", "input.key", "input.value"}) {
+        for (const auto& name : {wire::key::input("query"), wire::key::input("key"), wire::key::input("value")}) {
           auto tensor = twin.tensor(name).clone();
           auto later = tensor.narrow(-2, t, n - t);
           later.copy_(at::randn(later.sizes(), generator, at::kDouble).to(later.scalar_type()) * 3);
@@ -236,7 +236,7 @@ CheckResult later_tokens_changed(const kit::Kit& kit, const CheckSpec& spec) {
   for (const auto* run : {&base, &changed}) {
     if (kit.not_runnable(*run)) return kit.explain(spec.id, run == &base ? id : later_case(id));
   }
-  const auto n = base.request.tensor("input.query").size(-2), t = split_of(n);
+  const auto n = base.request.tensor(wire::key::input("query")).size(-2), t = split_of(n);
   // The reference's earlier outputs do not move at all: the yardstick is exact.
   auto expected_before = kit.expected(base), expected_after = kit.expected(changed);
   std::vector<std::string> evidence = {"input: " + changed.describe()};
@@ -289,12 +289,12 @@ CheckResult gradients_of_earlier_outputs(const kit::Kit& kit, const CheckSpec& s
   const auto id = earlier_gradient_case(spec.cases.front());
   const auto& run = kit.input().at(id);
   if (kit.not_runnable(run)) return kit.explain(spec.id, spec.cases.front());
-  const auto n = run.request.tensor("input.query").size(-2), t = split_of(n);
+  const auto n = run.request.tensor(wire::key::input("query")).size(-2), t = split_of(n);
   std::vector<std::string> evidence = {"input: " + run.describe()};
   std::vector<std::string> reached;
   for (const char* name : {"query", "key", "value"}) {
     std::string why;
-    auto grad = learner_tensor(run, std::string("grad.input.") + name, why);
+    auto grad = learner_tensor(run, wire::key::grad_input(name), why);
     if (!grad) return results.skip(spec.id, "not assessed: no gradient of " + std::string(name) + " came back");
     if (grad->dim() < 2 || grad->size(-2) != n) return results.skip(spec.id, "not assessed: unexpected gradient shape");
     auto later =
@@ -327,7 +327,7 @@ CheckResult future_weights_zero(const kit::Kit& kit, const CheckSpec& spec) {
     std::string why;
     auto weights = learner_tensor(run, "weights", why);
     if (!weights) return results.fail(spec.id, why);
-    const auto n = run.request.tensor("input.query").size(-2);
+    const auto n = run.request.tensor(wire::key::input("query")).size(-2);
     if (weights->dim() != 4 || weights->size(-1) != n || weights->size(-2) != n) {
       return results.skip(spec.id, "not assessed: the weights have shape " + shape_string(weights->sizes()));
     }

@@ -59,7 +59,7 @@ void add_unit_norm(kit::Kit&, std::vector<wire::Record>& cases, at::Generator&) 
   twin.strings["case"] = kUnitNorm;
   twin.strings["describe"] += ", norm1 and norm2 with weight 1 and bias 0";
   for (const char* norm : {"norm1", "norm2"}) {
-    const auto weight = std::string("param.") + norm + ".weight", bias = std::string("param.") + norm + ".bias";
+    const auto weight = wire::key::param(norm) + ".weight", bias = wire::key::param(norm) + ".bias";
     twin.tensors[weight] = at::ones_like(twin.tensor(weight));
     twin.tensors[bias] = at::zeros_like(twin.tensor(bias));
   }

@@ -56,11 +56,11 @@ wire::Record probe_case(kit::Kit& kit, at::Generator& generator, const std::stri
   CaseSpec spec{id, {{"B", batch}, {"N", 8}, {"D", kWidth}, {"F", kWidth}, {"dropout_pct", dropout_pct}}, {}};
   auto record = kit.make_case(spec, generator, 800001);
   // x = 0 as well: a residual added inside the sub-layer does not blur the reading.
-  record.tensors["input.x"] = at::zeros({batch, 8, kWidth}, at::kDouble);
-  record.tensors["param.linear1.weight"] = at::zeros({kWidth, kWidth}, at::kDouble);
-  record.tensors["param.linear1.bias"] = hidden_bias;
-  record.tensors["param.linear2.weight"] = at::eye(kWidth, at::kDouble);
-  record.tensors["param.linear2.bias"] = at::full({kWidth}, output_bias, at::kDouble);
+  record.tensors[wire::key::input("x")] = at::zeros({batch, 8, kWidth}, at::kDouble);
+  record.tensors[wire::key::param("linear1.weight")] = at::zeros({kWidth, kWidth}, at::kDouble);
+  record.tensors[wire::key::param("linear1.bias")] = hidden_bias;
+  record.tensors[wire::key::param("linear2.weight")] = at::eye(kWidth, at::kDouble);
+  record.tensors[wire::key::param("linear2.bias")] = at::full({kWidth}, output_bias, at::kDouble);
   return record;
 }
 
@@ -229,7 +229,7 @@ void add_permuted(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator
       twin.strings["case"] = permuted_case(id);
       twin.strings["describe"] += ", positions in reverse order";
       twin.tensors.erase("grad_output");
-      twin.tensors["input.x"] = twin.tensor("input.x").flip(1);
+      twin.tensors[wire::key::input("x")] = twin.tensor(wire::key::input("x")).flip(1);
       twins.push_back(std::move(twin));
     }
   }

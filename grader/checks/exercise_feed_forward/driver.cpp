@@ -7,8 +7,8 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
   grader::driver::run_module_case(
       request, response,
       [&] {
-        return PositionwiseFeedForward(request.integer("ctor.d_model"), request.integer("ctor.d_ff"),
-                                       request.real("ctor.dropout"));
+        return PositionwiseFeedForward(request.integer(grader::wire::key::ctor("d_model")), request.integer(grader::wire::key::ctor("d_ff")),
+                                       request.real(grader::wire::key::ctor("dropout")));
       },
       [](PositionwiseFeedForward& module, const grader::driver::Inputs& in) { return module->forward(in("x")); });
 }

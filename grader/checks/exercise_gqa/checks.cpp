@@ -75,11 +75,11 @@ kit::AttentionProbe probe() {
     for (int64_t g = 0; g < KV; ++g) {
       for (int64_t j = 0; j <= N; ++j) v[g * hd + j][2 + j] = 1.0;
     }
-    r.tensors["input.x"] = x;
-    r.tensors["param.q_proj.weight"] = q;
-    r.tensors["param.k_proj.weight"] = k;
-    r.tensors["param.v_proj.weight"] = v;
-    r.tensors["param.out_proj.weight"] = at::eye(D, at::kDouble);
+    r.tensors[wire::key::input("x")] = x;
+    r.tensors[wire::key::param("q_proj.weight")] = q;
+    r.tensors[wire::key::param("k_proj.weight")] = k;
+    r.tensors[wire::key::param("v_proj.weight")] = v;
+    r.tensors[wire::key::param("out_proj.weight")] = at::eye(D, at::kDouble);
   };
   p.read = [](const CaseRun& run, std::string& why) -> std::optional<at::Tensor> {
     auto output = learner_tensor(run, "output", why);
@@ -111,11 +111,11 @@ void add_cases(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& g
   x.select(-1, 0).fill_(1);
   auto v = at::zeros({gKV * gHd, gD}, at::kDouble);
   for (int64_t g = 0; g < gKV; ++g) v.narrow(0, g * gHd, gHd).select(1, 0).copy_(kv_code(g));
-  probe.tensors["input.x"] = x;
-  probe.tensors["param.q_proj.weight"] = at::zeros({gD, gD}, at::kDouble);
-  probe.tensors["param.k_proj.weight"] = at::zeros({gKV * gHd, gD}, at::kDouble);
-  probe.tensors["param.v_proj.weight"] = v;
-  probe.tensors["param.out_proj.weight"] = at::eye(gD, at::kDouble);
+  probe.tensors[wire::key::input("x")] = x;
+  probe.tensors[wire::key::param("q_proj.weight")] = at::zeros({gD, gD}, at::kDouble);
+  probe.tensors[wire::key::param("k_proj.weight")] = at::zeros({gKV * gHd, gD}, at::kDouble);
+  probe.tensors[wire::key::param("v_proj.weight")] = v;
+  probe.tensors[wire::key::param("out_proj.weight")] = at::eye(gD, at::kDouble);
   probe.strings["describe"] +=
       ", every token e_0, zero q_proj and k_proj, kv head g's values 10^g (1 + c/16) in channel c, out_proj the identity";
   cases.push_back(std::move(probe));

@@ -7,8 +7,8 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
   grader::driver::run_module_case(
       request, response,
       [&] {
-        return GroupedQueryAttention(request.integer("ctor.dim"), request.integer("ctor.num_heads"),
-                                     request.integer("ctor.num_kv_heads"));
+        return GroupedQueryAttention(request.integer(grader::wire::key::ctor("dim")), request.integer(grader::wire::key::ctor("num_heads")),
+                                     request.integer(grader::wire::key::ctor("num_kv_heads")));
       },
       [](GroupedQueryAttention& module, const grader::driver::Inputs& in) { return module->forward(in("x")); });
 }

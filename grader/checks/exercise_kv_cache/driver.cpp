@@ -26,7 +26,7 @@ std::string shape_of(const torch::Tensor& t) {
 extern "C" void grader_run_case(const grader::wire::Record& request, grader::wire::Record& response) {
   grader::driver::run_module_steps(
       request, response,
-      [&] { return CachedSelfAttention(request.integer("ctor.dim"), request.integer("ctor.num_heads")); },
+      [&] { return CachedSelfAttention(request.integer(grader::wire::key::ctor("dim")), request.integer(grader::wire::key::ctor("num_heads"))); },
       [&](CachedSelfAttention& module, const grader::driver::Inputs& in, grader::driver::Steps& steps) {
         auto note = [&](const std::string& label, bool threw = false) {
           response.strings["cache_shapes"] += label + " k=" + shape_of(module->k_cache) +
@@ -44,8 +44,8 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
           }
         };
         const auto& x = in("x");
-        const int64_t previous = request.integer("dim.R"), first = request.integer("dim.first"),
-                      step = request.integer("dim.step"), tokens = x.size(1);
+        const int64_t previous = request.integer(grader::wire::key::dim("R")), first = request.integer(grader::wire::key::dim("first")),
+                      step = request.integer(grader::wire::key::dim("step")), tokens = x.size(1);
         if (previous > 0) {
           call("previous", [&] { return module->forward(in("previous")); });
           call("reset", [&] {

@@ -72,16 +72,16 @@ kit::AttentionProbe probe() {
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t j = 0; j <= Nk; ++j) v_weight[h * d_k + j][j] = 1.0;
     }
-    r.tensors["input.query"] = query;
-    r.tensors["input.key"] = key;
-    r.tensors["input.value"] = value;
-    if (mask.defined()) r.tensors["input.mask"] = mask;
-    r.tensors["param.q_linear.weight"] = projection;
-    r.tensors["param.k_linear.weight"] = projection.clone();
-    r.tensors["param.v_linear.weight"] = v_weight;
-    r.tensors["param.out_linear.weight"] = at::eye(D, options);
+    r.tensors[wire::key::input("query")] = query;
+    r.tensors[wire::key::input("key")] = key;
+    r.tensors[wire::key::input("value")] = value;
+    if (mask.defined()) r.tensors[wire::key::input("mask")] = mask;
+    r.tensors[wire::key::param("q_linear.weight")] = projection;
+    r.tensors[wire::key::param("k_linear.weight")] = projection.clone();
+    r.tensors[wire::key::param("v_linear.weight")] = v_weight;
+    r.tensors[wire::key::param("out_linear.weight")] = at::eye(D, options);
     for (const char* name : {"q_linear", "k_linear", "v_linear", "out_linear"}) {
-      r.tensors[std::string("param.") + name + ".bias"] = at::zeros({D}, options);
+      r.tensors[wire::key::param(name) + ".bias"] = at::zeros({D}, options);
     }
   };
   p.read = [](const CaseRun& run, std::string& why) -> std::optional<at::Tensor> {

@@ -6,7 +6,7 @@
 extern "C" void grader_run_case(const grader::wire::Record& request, grader::wire::Record& response) {
   grader::driver::run_module_case(
       request, response,
-      [&] { return MultiHeadAttention(request.integer("ctor.d_model"), request.integer("ctor.num_heads")); },
+      [&] { return MultiHeadAttention(request.integer(grader::wire::key::ctor("d_model")), request.integer(grader::wire::key::ctor("num_heads"))); },
       [](MultiHeadAttention& module, const grader::driver::Inputs& in) {
         return module->forward(in("query"), in("key"), in("value"), in("mask"));
       });

@@ -47,7 +47,7 @@ kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::stri
 
 void zero_biases(wire::Record& r, int64_t dim) {
   for (const char* name : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
-    r.tensors[std::string("param.") + name + ".bias"] = at::zeros({dim}, at::kDouble);
+    r.tensors[wire::key::param(name) + ".bias"] = at::zeros({dim}, at::kDouble);
   }
 }
 
@@ -74,11 +74,11 @@ kit::AttentionProbe probe() {
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t j = 0; j <= N; ++j) v[h * hd + j][2 + j] = 1.0;
     }
-    r.tensors["input.x"] = x;
-    r.tensors["param.q_proj.weight"] = q;
-    r.tensors["param.k_proj.weight"] = k;
-    r.tensors["param.v_proj.weight"] = v;
-    r.tensors["param.out_proj.weight"] = at::eye(D, at::kDouble);
+    r.tensors[wire::key::input("x")] = x;
+    r.tensors[wire::key::param("q_proj.weight")] = q;
+    r.tensors[wire::key::param("k_proj.weight")] = k;
+    r.tensors[wire::key::param("v_proj.weight")] = v;
+    r.tensors[wire::key::param("out_proj.weight")] = at::eye(D, at::kDouble);
     zero_biases(r, D);
   };
   p.read = [](const CaseRun& run, std::string& why) -> std::optional<at::Tensor> {
@@ -106,19 +106,19 @@ void add_dropout_probe(kit::Kit& kit, std::vector<wire::Record>& cases, at::Gene
   auto train = kit.make_case(spec, generator, 900001);
   auto x = at::randn({kB, kN, kD}, generator, at::kDouble);
   x.narrow(-1, 0, kN).copy_(at::eye(kN, at::kDouble).expand({kB, kN, kN}));
-  train.tensors["input.x"] = x;
-  train.tensors["param.q_proj.weight"] = at::randn({kD, kD}, generator, at::kDouble) * 0.3;
-  train.tensors["param.k_proj.weight"] = at::randn({kD, kD}, generator, at::kDouble) * 0.3;
+  train.tensors[wire::key::input("x")] = x;
+  train.tensors[wire::key::param("q_proj.weight")] = at::randn({kD, kD}, generator, at::kDouble) * 0.3;
+  train.tensors[wire::key::param("k_proj.weight")] = at::randn({kD, kD}, generator, at::kDouble) * 0.3;
   auto v_weight = at::zeros({kD, kD}, at::kDouble);
   for (int64_t h = 0; h < kH; ++h) {
     for (int64_t j = 0; j < kN; ++j) v_weight[h * kHd + j][j] = 1.0;
   }
-  train.tensors["param.v_proj.weight"] = v_weight;
-  train.tensors["param.out_proj.weight"] = at::eye(kD, at::kDouble);
+  train.tensors[wire::key::param("v_proj.weight")] = v_weight;
+  train.tensors[wire::key::param("out_proj.weight")] = at::eye(kD, at::kDouble);
   zero_biases(train, kD);
   auto v_bias = at::zeros({kD}, at::kDouble);
   for (int64_t h = 0; h < kH; ++h) v_bias[h * kHd + kN] = 1.0;
-  train.tensors["param.v_proj.bias"] = v_bias;
+  train.tensors[wire::key::param("v_proj.bias")] = v_bias;
   train.strings["describe"] += ", probe weights";
   auto eval = train;
   eval.strings["case"] = "dropout_probe_eval";

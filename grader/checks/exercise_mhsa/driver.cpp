@@ -7,8 +7,8 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
   grader::driver::run_module_case(
       request, response,
       [&] {
-        return MultiHeadSelfAttention(request.integer("ctor.dim"), request.integer("ctor.num_heads"),
-                                      request.real("ctor.dropout"));
+        return MultiHeadSelfAttention(request.integer(grader::wire::key::ctor("dim")), request.integer(grader::wire::key::ctor("num_heads")),
+                                      request.real(grader::wire::key::ctor("dropout")));
       },
       [](MultiHeadSelfAttention& module, const grader::driver::Inputs& in) { return module->forward(in("x")); });
 }

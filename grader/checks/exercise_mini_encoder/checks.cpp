@@ -73,7 +73,7 @@ CheckResult distinct_layers(const kit::Kit& kit, const CheckSpec& spec) {
     return kit.results().pass(spec.id, "each layer has its own weights");
   }
   std::vector<std::string> evidence = {"constructed with n_layers = " +
-                                       std::to_string(run.request.integer("ctor.n_layers"))};
+                                       std::to_string(run.request.integer(wire::key::ctor("n_layers")))};
   evidence.insert(evidence.end(), pairs.begin(), pairs.end());
   return kit.results().fail(spec.id,
                             "the ModuleList holds one layer several times: one set of weights applied n_layers times "
@@ -99,11 +99,11 @@ void add_pooling_probe(kit::Kit& kit, std::vector<wire::Record>& cases, at::Gene
                 {{"mask", "padding"}}};
   auto record = kit.make_case(spec, generator, 700001);
   auto zero = [&](const std::string& name) {
-    auto& t = record.tensors.at("param." + name);
+    auto& t = record.tensors.at(wire::key::param(name));
     t = at::zeros_like(t);
   };
   auto one = [&](const std::string& name) {
-    auto& t = record.tensors.at("param." + name);
+    auto& t = record.tensors.at(wire::key::param(name));
     t = at::ones_like(t);
   };
   for (const char* name : {"layers.0.self_attn.out_proj.weight", "layers.0.self_attn.out_proj.bias",
@@ -112,7 +112,7 @@ void add_pooling_probe(kit::Kit& kit, std::vector<wire::Record>& cases, at::Gene
     zero(name);
   one("layers.0.norm1.weight");
   one("layers.0.norm2.weight");
-  record.tensors.at("param.classifier.weight") = at::eye(kProbeD, at::kDouble);
+  record.tensors.at(wire::key::param("classifier.weight")) = at::eye(kProbeD, at::kDouble);
   record.strings["describe"] += ", one layer that adds nothing, classifier the identity (logits = pooled vector)";
   cases.push_back(std::move(record));
 }
@@ -251,15 +251,15 @@ void add_fit(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& gen
                 {{"mask", "padding"}, {"dtype", "float32"}}};
   auto record = kit.make_case(spec, generator, 600001);
   for (auto it = record.tensors.begin(); it != record.tensors.end();) {
-    it = it->first.rfind("param.", 0) == 0 ? record.tensors.erase(it) : std::next(it);
+    it = wire::key::param_name(it->first) ? record.tensors.erase(it) : std::next(it);
   }
   auto labels = at::arange(b, at::kLong) % 2;
   auto tokens = at::randint(1, 4, {b, n}, generator, at::kLong) + 3 * labels.unsqueeze(1);
   // 3, 3, 4, 4, 5, 5, 6, 6, ...: each length in both classes, so length says nothing about the class.
   auto lengths = at::div(at::arange(b, at::kLong), 2, "floor") % 4 + 3;
   auto real = at::arange(n, at::kLong).unsqueeze(0) < lengths.unsqueeze(1);
-  record.tensors["input.tokens"] = at::where(real, tokens, at::zeros_like(tokens));
-  record.tensors["input.mask"] = real;
+  record.tensors[wire::key::input("tokens")] = at::where(real, tokens, at::zeros_like(tokens));
+  record.tensors[wire::key::input("mask")] = real;
   record.tensors["fit.labels"] = labels;
   record.strings["kind"] = "fit";
   record.ints["fit.steps"] = kFitSteps;

@@ -7,9 +7,9 @@
 
 extern "C" void grader_run_case(const grader::wire::Record& request, grader::wire::Record& response) {
   auto make = [&] {
-    return MiniEncoder(request.integer("ctor.vocab_size"), request.integer("ctor.d_model"),
-                       request.integer("ctor.n_heads"), request.integer("ctor.d_ff"), request.integer("ctor.n_layers"),
-                       request.integer("ctor.n_classes"), request.real("ctor.dropout"));
+    return MiniEncoder(request.integer(grader::wire::key::ctor("vocab_size")), request.integer(grader::wire::key::ctor("d_model")),
+                       request.integer(grader::wire::key::ctor("n_heads")), request.integer(grader::wire::key::ctor("d_ff")), request.integer(grader::wire::key::ctor("n_layers")),
+                       request.integer(grader::wire::key::ctor("n_classes")), request.real(grader::wire::key::ctor("dropout")));
   };
   auto forward = [](MiniEncoder& model, const grader::driver::Inputs& in) {
     return model->forward(in("tokens"), in("mask"));

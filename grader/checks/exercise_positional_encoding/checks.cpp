@@ -47,7 +47,7 @@ const char* const kProbe = "encoding_probe";
 void add_probe(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& generator) {
   CaseSpec spec{kProbe, {{"B", 2}, {"N", kN}, {"D", kD}, {"L", 128}}, {}};
   auto record = kit.make_case(spec, generator, 700001);
-  record.tensors["input.x"] = at::zeros({2, kN, kD}, at::kDouble);
+  record.tensors[wire::key::input("x")] = at::zeros({2, kN, kD}, at::kDouble);
   record.strings["describe"] += ", x = 0 (the output is the table)";
   cases.push_back(std::move(record));
 }
@@ -189,7 +189,7 @@ CheckResult registered_buffer(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& results = kit.results();
   const auto& run = kit.input().at("shape_0");
   if (!run.response.ints.count("constructed")) return kit.explain(spec.id, "shape_0");
-  const auto d = run.request.integer("dim.D"), l = run.request.integer("dim.L");
+  const auto d = run.request.integer(wire::key::dim("D")), l = run.request.integer(wire::key::dim("L"));
   std::vector<std::string> evidence = {"constructed with d_model=" + std::to_string(d) +
                                        ", max_len=" + std::to_string(l)};
   auto parameters = run.response.string_or("parameters", "");

@@ -6,6 +6,6 @@
 extern "C" void grader_run_case(const grader::wire::Record& request, grader::wire::Record& response) {
   grader::driver::run_module_case(
       request, response,
-      [&] { return SinusoidalPositionalEncoding(request.integer("ctor.d_model"), request.integer("ctor.max_len")); },
+      [&] { return SinusoidalPositionalEncoding(request.integer(grader::wire::key::ctor("d_model")), request.integer(grader::wire::key::ctor("max_len"))); },
       [](SinusoidalPositionalEncoding& module, const grader::driver::Inputs& in) { return module->forward(in("x")); });
 }

@@ -77,16 +77,16 @@ void add_cases(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& g
                 {}};
   auto probe = kit.make_case(spec, generator, 710001);
   auto basis = at::eye(kD, at::kDouble).reshape({kD, 1, 1, kD});
-  probe.tensors["input.query"] = basis;
-  probe.tensors["input.key"] = basis.clone();
+  probe.tensors[wire::key::input("query")] = basis;
+  probe.tensors[wire::key::input("key")] = basis.clone();
   probe.strings["describe"] += ", batch element c holds the basis vector e_c (query at offset 2, key at offset 1)";
   cases.push_back(std::move(probe));
   // The relative-position twin: the chunk case with both offsets moved.
   auto twin = kit::planned_case(cases, "chunk", "relative_position");
   twin.strings["case"] = kShifted;
   for (const char* name : {"query_offset", "key_offset"}) {
-    twin.ints[std::string("arg.") + name] += kShift;
-    twin.ints[std::string("dim.") + name] += kShift;
+    twin.ints[wire::key::arg(name)] += kShift;
+    twin.ints[wire::key::dim(name)] += kShift;
   }
   twin.strings["describe"] += fmt::format(", both offsets + {}", kShift);
   twin.ints["seed"] = 710002;
@@ -198,8 +198,8 @@ std::optional<bool> rotates_at_all(const kit::Kit& kit) {
   const auto& run = kit.input().at("shape_0");
   std::string why;
   auto rotated = learner_tensor(run, "rotated_query", why);
-  if (!rotated || rotated->sizes() != run.request.tensor("input.query").sizes()) return std::nullopt;
-  return !at::allclose(rotated->to(at::kDouble), run.request.tensor("input.query"), 1e-9, 1e-9);
+  if (!rotated || rotated->sizes() != run.request.tensor(wire::key::input("query")).sizes()) return std::nullopt;
+  return !at::allclose(rotated->to(at::kDouble), run.request.tensor(wire::key::input("query")), 1e-9, 1e-9);
 }
 
 CheckResult rotation_pairs(const kit::Kit& kit, const CheckSpec& spec) {
@@ -391,7 +391,7 @@ CheckResult lengths_kept(const kit::Kit& kit, const CheckSpec& spec) {
   std::string why;
   auto rotated = learner_tensor(run, "rotated_query", why);
   if (!rotated) return results.skip(spec.id, "not assessed: " + why);
-  const auto& query = run.request.tensor("input.query");
+  const auto& query = run.request.tensor(wire::key::input("query"));
   if (rotated->sizes() != query.sizes()) return results.skip(spec.id, "not assessed: apply_rope changes the shape");
   auto ratio = rotated->to(at::kDouble).norm(2, -1) / query.norm(2, -1);
   const double low = ratio.min().item<double>(), high = ratio.max().item<double>();
@@ -413,7 +413,7 @@ CheckResult value_untouched(const kit::Kit& kit, const CheckSpec& spec) {
   std::string why;
   auto output = learner_tensor(run, "output", why), weights = learner_tensor(run, "weights", why);
   if (!output || !weights) return results.skip(spec.id, "not assessed: " + why);
-  const auto& value = run.request.tensor("input.value");
+  const auto& value = run.request.tensor(wire::key::input("value"));
   const auto& tolerance = kit.exercise().tolerance("float64");
   if (weights->dim() != 4 || weights->size(-1) != value.size(-2) || weights->sizes().slice(0, 2) != value.sizes().slice(0, 2) ||
       output->dim() != 4 || output->size(-1) != value.size(-1) || output->size(-2) != weights->size(-2)) {
@@ -423,7 +423,7 @@ CheckResult value_untouched(const kit::Kit& kit, const CheckSpec& spec) {
   auto as_given = compare(at::matmul(w, value), output->to(at::kDouble), tolerance);
   if (as_given.ok) return results.pass(spec.id, "the output is your weights times value as given");
   std::vector<std::string> evidence = {"input: " + run.describe(), "weights @ value vs output: " + as_given.detail};
-  auto rotated = reference::apply_rope(value, run.request.integer("arg.key_offset"));
+  auto rotated = reference::apply_rope(value, run.request.integer(wire::key::arg("key_offset")));
   if (compare(at::matmul(w, rotated), output->to(at::kDouble), tolerance).ok) {
     return results.fail(spec.id,
                         "the output is the weights times value ROTATED: RoPE belongs to query and key only (it "
@@ -451,7 +451,7 @@ std::optional<ScoreFit> fit_scores(const kit::Kit& kit, const std::string& case_
   auto weights = learner_tensor(run, "weights", why);
   auto rq = learner_tensor(run, "rotated_query", why), rk = learner_tensor(run, "rotated_key", why);
   if (!weights || !rq || !rk) return std::nullopt;
-  const auto &query = run.request.tensor("input.query"), &key = run.request.tensor("input.key");
+  const auto &query = run.request.tensor(wire::key::input("query")), &key = run.request.tensor(wire::key::input("key"));
   const std::vector<int64_t> want = {query.size(0), query.size(1), query.size(2), key.size(2)};
   if (weights->sizes() != at::IntArrayRef(want) || rq->sizes() != query.sizes() || rk->sizes() != key.sizes()) {
     why = "the weights or the rotated query and key have the wrong shape";
@@ -501,10 +501,10 @@ CheckResult scores_scale(const kit::Kit& kit, const CheckSpec& spec) {
   auto fit = fit_scores(kit, case_id, why);
   if (!fit) return results.skip(spec.id, "not assessed: " + why);
   const auto& run = kit.input().at(case_id);
-  const auto d = static_cast<double>(run.request.integer("dim.d")), d_v = static_cast<double>(run.request.integer("dim.d_v"));
+  const auto d = static_cast<double>(run.request.integer(wire::key::dim("d"))), d_v = static_cast<double>(run.request.integer(wire::key::dim("d_v")));
   const std::map<std::string, double> quantities = {
-      {"d", d}, {"d_v", d_v}, {"Nq", static_cast<double>(run.request.integer("dim.Nq"))},
-      {"Nk", static_cast<double>(run.request.integer("dim.Nk"))}};
+      {"d", d}, {"d_v", d_v}, {"Nq", static_cast<double>(run.request.integer(wire::key::dim("Nq")))},
+      {"Nk", static_cast<double>(run.request.integer(wire::key::dim("Nk")))}};
   const double want = 1.0 / std::sqrt(d);
   if (close(fit->scale, want, 1e-6)) {
     return results.pass(spec.id, "your scores are multiplied by " + kit::name_scale(want, quantities, false));
@@ -523,9 +523,9 @@ CheckResult scores_scale(const kit::Kit& kit, const CheckSpec& spec) {
 // Nothing where a row matches no position (the scores differ otherwise too).
 std::optional<std::vector<int64_t>> query_positions_of(const CaseRun& run, const at::Tensor& weights,
                                                        int64_t search_to) {
-  const auto &query = run.request.tensor("input.query"), &key = run.request.tensor("input.key"),
-             &value = run.request.tensor("input.value");
-  const auto key_offset = run.request.integer("arg.key_offset");
+  const auto &query = run.request.tensor(wire::key::input("query")), &key = run.request.tensor(wire::key::input("key")),
+             &value = run.request.tensor(wire::key::input("value"));
+  const auto key_offset = run.request.integer(wire::key::arg("key_offset"));
   std::vector<int64_t> positions;
   for (int64_t i = 0; i < query.size(2); ++i) {
     auto row = weights.narrow(2, i, 1);

@@ -61,10 +61,10 @@ kit::AttentionProbe probe() {
     auto query = at::zeros({2, 2, 3, 8}, at::kDouble), key = at::zeros({2, 2, 5, 8}, at::kDouble);
     query.select(-1, 0).copy_(a.unsqueeze(1).expand({2, 2, 3}));
     key.select(-1, 0).copy_(b.unsqueeze(1).expand({2, 2, 5}));
-    r.tensors["input.query"] = query;
-    r.tensors["input.key"] = key;
-    r.tensors["input.value"] = at::arange(2 * 2 * 5 * 6, at::kDouble).reshape({2, 2, 5, 6}).sin();
-    if (mask.defined()) r.tensors["input.mask"] = mask;
+    r.tensors[wire::key::input("query")] = query;
+    r.tensors[wire::key::input("key")] = key;
+    r.tensors[wire::key::input("value")] = at::arange(2 * 2 * 5 * 6, at::kDouble).reshape({2, 2, 5, 6}).sin();
+    if (mask.defined()) r.tensors[wire::key::input("mask")] = mask;
   };
   p.read = [](const CaseRun& run, std::string& why) -> std::optional<at::Tensor> {
     auto weights = learner_tensor(run, "weights", why);
@@ -85,7 +85,7 @@ CheckResult output_uses_weights(const kit::Kit& kit, const CheckSpec& spec) {
   auto output = learner_tensor(run, "output", why);
   auto weights = learner_tensor(run, "weights", why);
   if (!output || !weights) return kit.results().fail(spec.id, why);
-  const auto& value = run.request.tensor("input.value");
+  const auto& value = run.request.tensor(wire::key::input("value"));
   if (weights->dim() != 4 || weights->sizes().slice(0, 2) != value.sizes().slice(0, 2) ||
       weights->size(-1) != value.size(-2)) {
     return kit.results().skip(spec.id, "not assessed: the weights have the wrong shape");

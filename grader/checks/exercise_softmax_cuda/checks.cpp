@@ -48,7 +48,7 @@ wire::Record* find_case(std::vector<wire::Record>& cases, const std::string& id)
 void add_cases(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& generator) {
   auto replace = [&](const std::string& id, const std::string& what, auto make) {
     if (auto* record = find_case(cases, id)) {
-      auto& x = record->tensors.at("input.x");
+      auto& x = record->tensors.at(wire::key::input("x"));
       x = make(x).to(x.scalar_type());
       record->strings["describe"] += ", " + what;
     }

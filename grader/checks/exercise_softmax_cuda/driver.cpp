@@ -90,7 +90,7 @@ void forward(const Record& request, Record& response) {
               "exercise_softmax_cuda runs float32, float16 and bfloat16 cases, not ", dtype);
   // The launcher's contract is a contiguous row-major matrix: a non-contiguous
   // tensor is copied here, never passed on.
-  auto x = request.tensor("input.x").to(at::TensorOptions().device(at::kCUDA).dtype(dtype)).contiguous();
+  auto x = request.tensor(grader::wire::key::input("x")).to(at::TensorOptions().device(at::kCUDA).dtype(dtype)).contiguous();
   TORCH_CHECK(x.dim() == 2, "input x must be (rows, cols)");
   // Poisoned: an element the kernel never writes stays NaN and shows.
   auto y = at::full_like(x, std::numeric_limits<double>::quiet_NaN());

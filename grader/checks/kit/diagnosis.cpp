@@ -388,8 +388,8 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
   if (!exercise_.signature.parameters.empty() && !unloaded.empty()) {
     std::string constructor;
     for (const auto& [name, value] : run.request.ints) {
-      if (name.rfind("ctor.", 0) == 0)
-        constructor += (constructor.empty() ? "" : ", ") + name.substr(5) + " = " + std::to_string(value);
+      if (const auto argument = wire::key::ctor_name(name))
+        constructor += (constructor.empty() ? "" : ", ") + *argument + " = " + std::to_string(value);
     }
     std::string list;
     for (size_t i = 0; i < unloaded.size() && i < 4; ++i) list += (i ? ", " : "") + unloaded[i];

@@ -43,8 +43,8 @@ std::vector<std::string> split_lines(const std::string& text) {
 // Every constructor argument travels as a real; a whole number also as an
 // integer, so drivers read each argument with the type the module takes.
 void put_constructor_argument(wire::Record& record, const std::string& name, double value) {
-  record.reals["ctor." + name] = value;
-  if (value == std::floor(value)) record.ints["ctor." + name] = static_cast<int64_t>(value);
+  record.reals[wire::key::ctor(name)] = value;
+  if (value == std::floor(value)) record.ints[wire::key::ctor(name)] = static_cast<int64_t>(value);
 }
 
 at::ScalarType dtype_of(const std::string& name) { return wire::floating_dtype(name); }
@@ -280,7 +280,7 @@ std::string name_scale(double value, const std::map<std::string, double>& quanti
 Dims dims_of(const wire::Record& record) {
   Dims dims;
   for (const auto& [key, value] : record.ints) {
-    if (key.rfind("dim.", 0) == 0) dims[key.substr(4)] = value;
+    if (const auto name = wire::key::dim_name(key)) dims[*name] = value;
   }
   return dims;
 }

@@ -83,7 +83,7 @@ void Kit::plan_isolation(std::vector<wire::Record>& cases, int64_t& case_seed) c
     auto apply = [&](wire::Record& twin, const std::vector<std::pair<std::string, std::string>>& settings) {
       for (const auto& [name, value] : settings) {
         for (const auto& param : parameters_of({TensorSpec{name, {}, "randn", ""}}, dims)) {
-          auto& tensor = twin.tensors.at("param." + param.name);
+          auto& tensor = twin.tensors.at(wire::key::param(param.name));
           tensor = neutral_value(value, tensor);
         }
       }

@@ -93,34 +93,34 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
   for (const auto& output : sig.outputs) outputs += output.name + "\n";
   record.strings["outputs"] = outputs;
   for (const auto& [name, value] : spec.dims) {
-    record.ints["dim." + name] = value;
+    record.ints[wire::key::dim(name)] = value;
     describe += (describe.empty() ? "" : " ") + name + "=" + std::to_string(value);
   }
   for (const auto& [name, expression] : sig.constructor) {
     put_constructor_argument(record, name, evaluate(expression, spec.dims));
   }
   for (const auto& [name, expression] : sig.arguments) {
-    record.ints["arg." + name] = evaluate_dim(expression, spec.dims);
+    record.ints[wire::key::arg(name)] = evaluate_dim(expression, spec.dims);
   }
   for (const auto& input : sig.inputs) {
     if (input.kind == "attention_mask") {
       auto mask = make_mask(spec, input, spec.dims, generator);
-      if (mask.defined()) record.tensors["input." + input.name] = mask;
+      if (mask.defined()) record.tensors[wire::key::input(input.name)] = mask;
       continue;
     }
     if (input.kind == "tokens") {
       const auto below = evaluate_dim(input.below, spec.dims);
-      record.tensors["input." + input.name] = at::randint(below, shape_of(input, spec.dims), generator, at::kLong);
+      record.tensors[wire::key::input(input.name)] = at::randint(below, shape_of(input, spec.dims), generator, at::kLong);
       continue;
     }
     // "logits: large" puts scores in the thousands (a softmax without its max subtracted overflows).
     const double spread = spec.trait("logits", "normal") == "large" ? 40.0 : 1.0;
-    record.tensors["input." + input.name] = rounded(at::randn(shape_of(input, spec.dims), generator, options) * spread);
+    record.tensors[wire::key::input(input.name)] = rounded(at::randn(shape_of(input, spec.dims), generator, options) * spread);
   }
   for (const auto& param : parameters_of(sig.parameters, spec.dims)) {
     auto shape = shape_of(param, spec.dims);
     const double bound = 1.0 / std::sqrt(static_cast<double>(shape.back()));
-    record.tensors["param." + param.name] = rounded(at::empty(shape, options).uniform_(-bound, bound, generator));
+    record.tensors[wire::key::param(param.name)] = rounded(at::empty(shape, options).uniform_(-bound, bound, generator));
   }
   describe += " " + record.strings["dtype"] + " " + spec.trait("mode", "eval");
   for (const auto& [name, value] : spec.traits) {
@@ -203,10 +203,10 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
       for (const auto& input : exercise_.signature.inputs) {
         if (input.kind == "attention_mask") mask_input = &input;
       }
-      if (!record.has_tensor("input." + mask_input->name)) {
+      if (!record.has_tensor(wire::key::input(mask_input->name))) {
         throw ConfigError("case '" + spec.id + "' is used by a masked_values check but has no mask");
       }
-      const auto& mask = record.tensor("input." + mask_input->name);
+      const auto& mask = record.tensor(wire::key::input(mask_input->name));
       const int64_t B = spec.dims.at("B"), H = spec.dims.at("H"), Nq = spec.dims.at("Nq"), Nk = spec.dims.at("Nk");
       auto hidden = (mask == 0).expand({B, H, Nq, Nk}).all(1).all(1);  // (B, Nk): no query sees the key
       auto twin = record;
@@ -218,7 +218,7 @@ std::vector<wire::Record> Kit::plan(uint64_t seed) {
         auto axis = std::find(input.shape.begin(), input.shape.end(), "Nk") - input.shape.begin();
         if (axis == static_cast<long>(input.shape.size()) || input.shape.front() != "B") continue;
         if (input.name != "value" && input.name != "key") continue;
-        auto& tensor = twin.tensors["input." + input.name];
+        auto& tensor = twin.tensors[wire::key::input(input.name)];
         auto noise = at::randn(tensor.sizes(), generator, tensor.scalar_type()) * 1000.0;
         std::vector<int64_t> view(tensor.dim(), 1);
         view[0] = B;
@@ -436,8 +436,8 @@ CaseData Kit::data_of(const CaseRun& run) const {
   data.dims = dims_of(run.request);
   for (const auto& [key, tensor] : run.request.tensors) {
     auto converted = tensor.is_floating_point() ? tensor.to(at::kDouble) : tensor;
-    if (key.rfind("input.", 0) == 0) data.inputs[key.substr(6)] = converted;
-    if (key.rfind("param.", 0) == 0) data.params[key.substr(6)] = converted;
+    if (const auto name = wire::key::input_name(key)) data.inputs[*name] = converted;
+    if (const auto name = wire::key::param_name(key)) data.params[*name] = converted;
   }
   data.train = run.request.integer_or("train", 0) != 0;
   if (run.request.strings.count("dropout_p")) {

@@ -259,7 +259,7 @@ std::string dropout_site_case(const std::string& id, const std::string& path);  
 // The p of the Dropout the driver found registered at `path`, if any.
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
 
-// A planned case's dimensions (its "dim.<name>" integers).
+// A planned case's dimensions (its wire::key::dim integers).
 Dims dims_of(const wire::Record& record);
 // A case's size, the product of its dimensions (a 0 counted as 1): what
 // "the smallest case" means.

@@ -40,13 +40,13 @@ std::vector<wire::Record> Kit::moved_twins(const CaseSpec& spec, const wire::Rec
   for (const auto& input : sig.inputs) {
     if (input.kind == "attention_mask") continue;
     auto twin = twin_of(input.name, input.name + " redrawn");
-    auto& tensor = twin.tensors["input." + input.name];
+    auto& tensor = twin.tensors[wire::key::input(input.name)];
     tensor = redraw_as(input, tensor);
     twins.push_back(std::move(twin));
   }
   for (const auto& param : parameters_of(sig.parameters, spec.dims)) {
     auto twin = twin_of(param.name, param.name + " redrawn");
-    auto& tensor = twin.tensors["param." + param.name];
+    auto& tensor = twin.tensors[wire::key::param(param.name)];
     tensor = redraw(tensor);
     twins.push_back(std::move(twin));
   }
@@ -58,7 +58,7 @@ std::vector<wire::Record> Kit::moved_twins(const CaseSpec& spec, const wire::Rec
     auto twin = twin_of("batch", "batch elements 1.. redrawn");
     for (const auto& input : sig.inputs) {
       if (input.kind == "attention_mask") continue;
-      auto& tensor = twin.tensors["input." + input.name];
+      auto& tensor = twin.tensors[wire::key::input(input.name)];
       auto others = tensor.narrow(0, 1, tensor.size(0) - 1);
       tensor = at::cat({tensor.narrow(0, 0, 1), redraw_as(input, others)}, 0);
     }

@@ -25,10 +25,10 @@ CheckResult Kit::dropouts(const CheckSpec& spec) const {
   const auto& run = input_->at(cases_of(spec).front());
   if (!run.response.ints.count("constructed")) return results_.threw(spec.id, run);
   const auto argument = spec.option("argument", "dropout");
-  if (!run.request.reals.count("ctor." + argument)) {
+  if (!run.request.reals.count(wire::key::ctor(argument))) {
     throw ConfigError("check '" + spec.id + "': the constructor has no argument '" + argument + "'");
   }
-  const double p = run.request.reals.at("ctor." + argument);
+  const double p = run.request.reals.at(wire::key::ctor(argument));
   // The names, each template expanded ("layers.{L}.dropout").
   std::vector<TensorSpec> names;
   for (const auto& name : option_list(spec, "names", "dropout")) names.push_back(TensorSpec{name, {}, "randn", ""});

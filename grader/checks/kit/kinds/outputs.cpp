@@ -184,10 +184,10 @@ CheckResult Kit::numerics(const CheckSpec& spec) const {
     if (status(id) != CaseStatus::matches) return explain(spec.id, id);
     // Matching within tolerance is not enough where the mask hides a key: its weight must be exactly 0.
     auto zero_in = spec.option("zero_where_masked");
-    if (!zero_in.empty() && run.request.has_tensor("input.mask")) {
+    if (!zero_in.empty() && run.request.has_tensor(wire::key::input("mask"))) {
       std::string why;
       auto weights = learner_tensor(run, zero_in, why);
-      auto hidden = (run.request.tensor("input.mask") == 0).expand_as(*weights);
+      auto hidden = (run.request.tensor(wire::key::input("mask")) == 0).expand_as(*weights);
       auto leaked = weights->masked_select(hidden).ne(0).sum().item<int64_t>();
       if (leaked > 0) {
         return results_.fail(
@@ -231,9 +231,9 @@ CheckResult Kit::gradients(const CheckSpec& spec) const {
     (compare(want, *got, loose).ok ? precise : differ).push_back(label + ": " + cmp.detail);
   };
   for (const auto& [name, tensor] : data.inputs) {
-    if (tensor.is_floating_point()) compare_grad("input " + name, "grad.input." + name, tensor.grad());
+    if (tensor.is_floating_point()) compare_grad("input " + name, wire::key::grad_input(name), tensor.grad());
   }
-  for (const auto& [name, tensor] : data.params) compare_grad(name, "grad.param." + name, tensor.grad());
+  for (const auto& [name, tensor] : data.params) compare_grad(name, wire::key::grad_param(name), tensor.grad());
   std::vector<std::string> evidence = {"input: " + run.describe()};
   if (!missing.empty()) {
     for (const auto& name : missing) evidence.push_back("no gradient reached " + name);
