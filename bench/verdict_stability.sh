@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Whether correct files keep their pass under load: the exercise's accepted
 # files and model solution graded on five seeds as one batch (--jobs 2, as the
-# seed sweep does), round after round, with a batch of another exercise
+# seed sweep does; --jobs to change it), round after round, with a batch of another exercise
 # running beside it. Prints every grade that did not pass, with its failed or
 # skipped checks, and a count per round. A correct file must pass every time.
 #
-#   bench/verdict_stability.sh [--exercise ID] [--rounds N] [--beside ID]
+#   bench/verdict_stability.sh [--exercise ID] [--rounds N] [--beside ID] [--jobs N]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-exercise=exercise_mini_encoder rounds=6 beside=exercise_rope
+exercise=exercise_mini_encoder rounds=6 beside=exercise_rope jobs=2
 while (($#)); do
   case "$1" in
     --exercise) exercise="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --beside) beside="$2"; shift 2 ;;
-    *) echo "usage: $0 [--exercise ID] [--rounds N] [--beside ID]" >&2; exit 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    *) echo "usage: $0 [--exercise ID] [--rounds N] [--beside ID] [--jobs N]" >&2; exit 2 ;;
   esac
 done
 work=$(mktemp -d)
@@ -24,12 +25,12 @@ for file in "$root/tests/submissions/$exercise/accepted/"*.cpp "$root/solutions/
   args+=(--submission "$file")
 done
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "$exercise: $((${#args[@]} / 2)) correct files, seeds 1-5, --jobs 2, beside a batch of $beside; $rounds rounds"
+echo "$exercise: $((${#args[@]} / 2)) correct files, seeds 1-5, --jobs $jobs, beside a batch of $beside; $rounds rounds"
 failures=0
 for round in $(seq 1 "$rounds"); do
   "$root/build/grader/grade" "$beside" --root "$root" --submission "$root/tests/submissions/$beside/wrong" \
     --seeds 1,2,3 --jobs 2 --format json >/dev/null 2>&1 &
-  "$root/build/grader/grade" "$exercise" --root "$root" "${args[@]}" --seeds 1,2,3,4,5 --jobs 2 --format json \
+  "$root/build/grader/grade" "$exercise" --root "$root" "${args[@]}" --seeds 1,2,3,4,5 --jobs "$jobs" --format json \
     >"$work/round.json" 2>/dev/null || true
   wait || true
   bad=$(python3 - "$work/round.json" <<'PY'
