@@ -158,9 +158,9 @@ std::optional<at::Tensor> learner_tensor(const CaseRun& run, const std::string& 
   return found->second;
 }
 
-ScopeMacs scope_macs(const CaseRun& run) {
+ScopeMacs scope_macs(const wire::Trace& trace) {
   ScopeMacs macs;
-  for (const auto& entry : run.trace().scope_work) {
+  for (const auto& entry : trace.scope_work) {
     macs.recorded += entry.macs;
     macs.computed += entry.computed;
   }
@@ -181,18 +181,19 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   bool tampered = false, any_completed = false, unrecorded = false;
   for (const auto& [id, run] : input.cases) {
     any_completed |= !run.threw();
+    const auto trace = run.trace();
     // An answer with no operation recorded at all: either no work was done
     // (returning an input, say: the numerics checks fail it) or the recording
     // was evaded. Which, the grader cannot tell, so it does not assess this
     // (and a check not assessed blocks a pass).
-    if (!run.threw() && run.response.tensors.count("output") && run.trace().op_counts.empty()) {
+    if (!run.threw() && run.response.tensors.count("output") && trace.op_counts.empty()) {
       unrecorded = true;
     }
     // The runner's own probe found the recording switched off after the call.
-    if (!run.recording_intact()) tampered = true;
+    if (!trace.recording_intact) tampered = true;
     // Or work was done while it was off: BLAS saw products no recorded operator made.
-    if (auto unseen = unrecorded_work(scope_macs(run))) found.insert(*unseen + " (" + run.describe() + ")");
-    for (const auto& [op, count] : run.trace().op_counts) {
+    if (auto unseen = unrecorded_work(scope_macs(trace))) found.insert(*unseen + " (" + run.describe() + ")");
+    for (const auto& [op, count] : trace.op_counts) {
       for (const auto& pattern : exercise.forbidden_operators) {
         if (op.find(pattern) != std::string::npos) found.insert(op);
       }

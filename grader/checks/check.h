@@ -177,7 +177,7 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
 struct ScopeMacs {
   double recorded = 0, computed = 0;
 };
-ScopeMacs scope_macs(const CaseRun& run);
+ScopeMacs scope_macs(const wire::Trace& trace);
 
 // Work the operator recording did not see: BLAS computed more multiply-adds
 // than the recorded products account for (5% and 4096 of slack for counts

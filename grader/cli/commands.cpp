@@ -34,12 +34,6 @@ void record_progress(const fs::path& file, const GradeReport& report) {
   }
 }
 
-// The one exercise a command names.
-std::string one_exercise(const CommandLine& line, const std::string& command) {
-  if (line.paths.size() != 1) throw UsageError(command + ": name one exercise (see: grade list)");
-  return line.paths.front();
-}
-
 int list_command(CommandLine& line) { return list(line.options.project_root); }
 int show_command(CommandLine& line) { return show(line.options.project_root, line.paths, line.show_checks); }
 int hint_command(CommandLine& line) { return hint(line.options.project_root, line.paths, line.focus); }
@@ -56,8 +50,8 @@ int sandbox_command(CommandLine& line) {
 int watch_command(CommandLine& line) {
   ready_to_grade(line);
   auto& options = line.options;
-  options.exercise = one_exercise(line, "watch");
-  auto exercise = load_exercise(find_exercise_dir(options.project_root / "exercises", options.exercise));
+  const auto exercise = named_exercise(options.project_root, line.paths, "watch");
+  options.exercise = exercise.id;
   if (line.submissions.size() > 1) throw UsageError("watch: one --submission at most");
   WatchOptions watching;
   watching.file = line.submissions.empty() ? exercise.learner_file() : fs::absolute(line.submissions.front());
@@ -106,7 +100,7 @@ int kinds_command(CommandLine&) {
 
 int verify_command(CommandLine& line) {
   const auto& root = line.options.project_root;
-  const auto id = one_exercise(line, "verify-exercise");
+  const auto id = one_exercise(line.paths, "verify-exercise");
   find_exercise_dir(root / "exercises", id);  // an unknown id: a usage error with suggestions
   size_t problems = 0;
   for (const auto& rule : verify_rules()) {
@@ -125,7 +119,7 @@ int verify_command(CommandLine& line) {
 }
 
 int new_exercise_command(CommandLine& line) {
-  const auto id = one_exercise(line, "new-exercise");
+  const auto id = one_exercise(line.paths, "new-exercise");
   for (const auto& written : new_exercise(line.options.project_root, id)) {
     std::cout << "wrote " << written.string() << "\n";
   }

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "base/errors.h"
+#include "base/text.h"
 #include "exercise/exercise.h"
 #include "learner/learner.h"
 
@@ -13,11 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string replaced(std::string text, const std::vector<std::pair<std::string, std::string>>& values) {
-  for (const auto& [key, value] : values) {
-    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size())) {
-      text.replace(at, key.size(), value);
-    }
-  }
+  for (const auto& [key, value] : values) text = replace_all(std::move(text), key, value);
   return text;
 }
 

@@ -8,14 +8,6 @@
 namespace grader {
 namespace fs = std::filesystem;
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  if (from.empty()) return text;
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
 std::string read_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw GraderFault("cannot read " + file.string());

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "exercise/exercise.h"
 #include "judge/process.h"
 #include "judge/sandbox.h"
@@ -14,7 +15,6 @@
 
 namespace grader {
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to);
 // A file's bytes; throws GraderFault when it cannot be read.
 std::string read_file(const std::filesystem::path& file);
 

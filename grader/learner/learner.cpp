@@ -19,14 +19,14 @@
 namespace grader {
 namespace fs = std::filesystem;
 
-namespace {
-
-Exercise named_exercise(const fs::path& root, const std::vector<std::string>& paths, const std::string& command) {
+std::string one_exercise(const std::vector<std::string>& paths, const std::string& command) {
   if (paths.size() != 1) throw UsageError(command + ": name one exercise (see: grade list)");
-  return load_exercise(find_exercise_dir(root / "exercises", paths.front()));
+  return paths.front();
 }
 
-}  // namespace
+Exercise named_exercise(const fs::path& root, const std::vector<std::string>& paths, const std::string& command) {
+  return load_exercise(find_exercise_dir(root / "exercises", one_exercise(paths, command)));
+}
 
 std::optional<std::string> read_whole(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

@@ -12,6 +12,11 @@
 
 namespace grader {
 
+// The one exercise id a command names (`paths`), or a UsageError saying so.
+std::string one_exercise(const std::vector<std::string>& paths, const std::string& command);
+// That exercise, loaded (an unknown id: a UsageError with suggestions).
+Exercise named_exercise(const std::filesystem::path& root, const std::vector<std::string>& paths,
+                        const std::string& command);
 // `grade list`
 int list(const std::filesystem::path& root);
 // `grade show EXERCISE [--checks]`: the statement, without what is checked

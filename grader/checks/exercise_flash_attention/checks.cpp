@@ -127,8 +127,8 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
     // The allocator's view: every byte in use at once during the call (the
     // runner counts malloc and its family, and the code's static storage),
     // whoever allocated it, a buffer wrapped with from_blob included.
-    const double held =
-        static_cast<double>(run.trace().heap_growth + run.trace().static_bytes);
+    const auto trace = run.trace();
+    const double held = static_cast<double>(trace.heap_growth + trace.static_bytes);
     const double given = bh * item *
                          (nq * dims.at("d") + nk * dims.at("d") + nk * dims.at("d_v") + 2 * nq * dims.at("d_v") +
                           2 * nq * dims.at("block"));
