@@ -1,6 +1,7 @@
 #include "checks/check.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +19,36 @@ const CaseRun& JudgeInput::at(const std::string& id) const {
   auto found = cases.find(id);
   if (found == cases.end()) throw GraderFault("no case '" + id + "' was planned");
   return found->second;
+}
+
+std::unique_lock<std::mutex> numerics_lock() {
+  static std::mutex mutex;
+  static std::once_flag one_thread;
+  std::unique_lock<std::mutex> lock(mutex);
+  // The same intra-op thread count on every machine (LibTorch's default is
+  // the number of physical cores), and no BLAS call from two of them at once.
+  std::call_once(one_thread, [] { at::set_num_threads(1); });
+  return lock;
+}
+
+std::vector<wire::Record> Suite::plan(uint64_t seed) {
+  auto lock = numerics_lock();
+  return plan_cases(seed);
+}
+
+std::vector<CheckResult> Suite::judge(const JudgeInput& input) {
+  auto lock = numerics_lock();
+  return judge_cases(input);
+}
+
+std::vector<double> Suite::reference_seconds(const std::vector<wire::Record>& requests) const {
+  auto lock = numerics_lock();
+  return time_reference(requests);
+}
+
+std::vector<AttentionFigure> Suite::figures(const JudgeInput& input) {
+  auto lock = numerics_lock();
+  return draw_figures(input);
 }
 
 namespace {

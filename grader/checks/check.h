@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "exercise/exercise.h"
 #include "wire/trace.h"
 #include "wire/keys.h"
+#include "wire/messages.h"
 #include "wire/wire.h"
 
 namespace grader {
@@ -61,13 +63,14 @@ struct CheckResult {
 
 // One case as planned by the parent and answered by the child.
 struct CaseRun {
-  wire::Record request;
-  wire::Record response;
+  wire::Record request;                // the planned case
+  wire::Record response;               // what the driver wrote (wire::CaseReply::outputs)
+  std::optional<std::string> thrown;   // what the learner's code threw
+  std::optional<wire::Trace> recorded;  // what the runner recorded of the call (wire/trace.h)
 
-  bool threw() const { return response.strings.count("error") > 0; }
-  std::string error() const { return response.string_or("error", ""); }
-  // What the runner recorded of the call (wire/trace.h).
-  wire::Trace trace() const { return wire::trace_of(response); }
+  bool threw() const { return thrown.has_value(); }
+  std::string error() const { return thrown.value_or(""); }
+  wire::Trace trace() const { return recorded.value_or(wire::Trace{}); }
   // The runner's probe after the call: LibTorch's operator recording still on.
   bool recording_intact() const { return trace().recording_intact; }
   std::string describe() const { return request.string_or("describe", request.string("case")); }
@@ -105,6 +108,13 @@ struct Target {
   bool on_gpu() const { return device == "cuda"; }
 };
 
+// A suite's tensor work runs in the grader process, and a batch (--jobs) or
+// a grade's reference timing runs several suites at once. Their public
+// methods therefore hold one process-wide lock (numerics_lock) around the
+// work, and the process computes with one intra-op thread: the BLAS library
+// LibTorch calls need not be safe to call from two threads at once (Debian's
+// serial OpenBLAS 0.3.21 is not: two threads' products corrupt each other's
+// results now and then; docs/testing.md, "Results that depend on load").
 class Suite {
  public:
   virtual ~Suite() = default;
@@ -113,18 +123,25 @@ class Suite {
   const Target& target() const { return target_; }
   // The cases the child must run, with fresh inputs drawn from `seed`. Each
   // request has a unique "case" string and a "seed" integer.
-  virtual std::vector<wire::Record> plan(uint64_t seed) = 0;
+  std::vector<wire::Record> plan(uint64_t seed);
   // One result per check declared in exercise.yaml, in that order.
-  virtual std::vector<CheckResult> judge(const JudgeInput& input) = 0;
+  std::vector<CheckResult> judge(const JudgeInput& input);
   // How long the reference takes on each of plan()'s requests, in seconds
   // (a negative number where it does not run that case): the base of each
   // case's time limit (case_limit.h). Called from another thread than judge().
-  virtual std::vector<double> reference_seconds(const std::vector<wire::Record>& requests) const {
-    return std::vector<double>(requests.size(), -1.0);
-  }
+  std::vector<double> reference_seconds(const std::vector<wire::Record>& requests) const;
   // Pictures of the learner's attention against the reference's, after
   // judge() on the same input; none where the exercise has no attention to show.
-  virtual std::vector<AttentionFigure> figures(const JudgeInput& input) {
+  std::vector<AttentionFigure> figures(const JudgeInput& input);
+
+ protected:
+  // What each public method does, under the lock.
+  virtual std::vector<wire::Record> plan_cases(uint64_t seed) = 0;
+  virtual std::vector<CheckResult> judge_cases(const JudgeInput& input) = 0;
+  virtual std::vector<double> time_reference(const std::vector<wire::Record>& requests) const {
+    return std::vector<double>(requests.size(), -1.0);
+  }
+  virtual std::vector<AttentionFigure> draw_figures(const JudgeInput& input) {
     (void)input;
     return {};
   }
@@ -132,6 +149,11 @@ class Suite {
  private:
   Target target_;
 };
+
+// Held while the grader process computes with tensors (Suite's methods take
+// it): one such computation at a time, on one intra-op thread (set the first
+// time the lock is taken).
+std::unique_lock<std::mutex> numerics_lock();
 
 // The suite for an exercise (generated registry, see grader/CMakeLists.txt);
 // throws ConfigError if exercise.yaml names a check kind no code implements.

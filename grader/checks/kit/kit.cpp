@@ -134,7 +134,7 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
   return record;
 }
 
-std::vector<wire::Record> Kit::plan(uint64_t seed) {
+std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
   for (const auto& check : exercise_.checks) {
     if (!custom_.count(check.kind) && !find_kind(check.kind)) {
       throw ConfigError((exercise_.dir / "exercise.yaml").string() + ": check '" + check.id + "' has kind '" +
@@ -322,7 +322,7 @@ bool Kit::is_refusal(const std::string& case_id) const {
   return std::any_of(refusals_.begin(), refusals_.end(), [&](const CaseSpec& spec) { return spec.id == case_id; });
 }
 
-std::vector<double> Kit::reference_seconds(const std::vector<wire::Record>& requests) const {
+std::vector<double> Kit::time_reference(const std::vector<wire::Record>& requests) const {
   std::vector<double> seconds;
   seconds.reserve(requests.size());
   for (const auto& request : requests) {
@@ -342,7 +342,7 @@ std::vector<double> Kit::reference_seconds(const std::vector<wire::Record>& requ
   return seconds;
 }
 
-std::vector<CheckResult> Kit::judge(const JudgeInput& input) {
+std::vector<CheckResult> Kit::judge_cases(const JudgeInput& input) {
   input_ = &input;
   status_.clear();
   findings_.reset();

@@ -240,7 +240,7 @@ CheckResult Kit::attention_mask(const CheckSpec& spec) const {
       spec.id, "masked keys must get exactly zero weight (fill their scores with -inf before the softmax)", evidence);
 }
 
-std::vector<AttentionFigure> Kit::figures(const JudgeInput& input) {
+std::vector<AttentionFigure> Kit::draw_figures(const JudgeInput& input) {
   input_ = &input;
   references_.clear();
   std::vector<AttentionFigure> out;
@@ -270,7 +270,7 @@ std::vector<AttentionFigure> Kit::figures(const JudgeInput& input) {
       continue;
     }
     // The reference answers the same request; its outputs go through the same reading.
-    CaseRun answer{run.request, {}};
+    CaseRun answer{run.request, {}, {}, {}};
     for (const auto& [name, tensor] : expected(run)) answer.response.tensors[name] = tensor;
     auto reference = probe_->read(answer, why);
     if (!reference) throw GraderFault("the reference's weights cannot be read on " + run.describe() + ": " + why);
