@@ -101,6 +101,13 @@ TEST(Speed, MalformedSpeedIsRefusedWithTheReason) {
 
 // What the child sends for a correct, plausible forward on exercise_sdpa's
 // sizes: 1 TB/s copy, 50 TFLOP/s matmul, the learner 2x the unfused baseline.
+// A reply whose driver wrote `outputs`.
+wire::CaseReply reply(wire::Record outputs) {
+  wire::CaseReply answer;
+  answer.outputs = std::move(outputs);
+  return answer;
+}
+
 wire::Record plausible_response(const Exercise& exercise) {
   wire::Record response;
   response.strings["speed.device_name"] = "Test GPU";
@@ -125,7 +132,7 @@ wire::Record plausible_response(const Exercise& exercise) {
 TEST(Speed, APlausibleRunIsTabledWithoutFlags) {
   auto exercise = load_exercise(project_root() / "exercises" / "exercise_sdpa");
   auto request = plan_speed(exercise, 1, "cuda");
-  auto report = read_speed(exercise, request, plausible_response(exercise));
+  auto report = read_speed(exercise, request, reply(plausible_response(exercise)));
   ASSERT_TRUE(report.ran);
   ASSERT_EQ(report.rows.size(), exercise.speed.sizes.size());
   EXPECT_FALSE(report.suspicious());
@@ -150,7 +157,7 @@ TEST(Speed, WhatNoCorrectForwardCouldDoIsFlagged) {
   const double flops = 2.0 * 16 * 8192 * 8192 * (64 + 64);
   response.reals["speed.2.learner_ms"] = flops / 500e12 * 1e3;
   response.reals["speed.2.max_error"] = 0.5;
-  auto report = read_speed(exercise, request, response);
+  auto report = read_speed(exercise, request, reply(response));
   ASSERT_EQ(report.rows.size(), 3u);
   EXPECT_TRUE(report.suspicious());
   // (so fast that the arithmetic is impossible too)
@@ -168,8 +175,8 @@ TEST(Speed, WhatNoCorrectForwardCouldDoIsFlagged) {
 TEST(Speed, AFailedRunSaysWhyAndAFailedSizeKeepsTheOthers) {
   auto exercise = load_exercise(project_root() / "exercises" / "exercise_sdpa");
   auto request = plan_speed(exercise, 1, "cuda");
-  wire::Record stopped;
-  stopped.strings["error"] = "CUDA out of memory";
+  wire::CaseReply stopped;
+  stopped.error = "CUDA out of memory";
   auto report = read_speed(exercise, request, stopped);
   EXPECT_FALSE(report.ran);
   EXPECT_NE(report.note.find("CUDA out of memory"), std::string::npos);
@@ -177,7 +184,7 @@ TEST(Speed, AFailedRunSaysWhyAndAFailedSizeKeepsTheOthers) {
 
   auto response = plausible_response(exercise);
   response.strings["speed.2.error"] = "CUDA out of memory. Tried to allocate 4.00 GiB";
-  report = read_speed(exercise, request, response);
+  report = read_speed(exercise, request, reply(response));
   ASSERT_TRUE(report.ran);
   EXPECT_EQ(report.rows[2].error, "CUDA out of memory. Tried to allocate 4.00 GiB");
   EXPECT_TRUE(report.rows[0].error.empty());
@@ -186,7 +193,7 @@ TEST(Speed, AFailedRunSaysWhyAndAFailedSizeKeepsTheOthers) {
   // The grader's own baselines failing is said as such, never blamed on the learner.
   response = plausible_response(exercise);
   response.strings["speed.1.baseline_error"] = "no kernel image is available";
-  report = read_speed(exercise, request, response);
+  report = read_speed(exercise, request, reply(response));
   EXPECT_TRUE(report.rows[1].error.empty());
   EXPECT_EQ(report.rows[1].baseline_error, "no kernel image is available");
   EXPECT_NE(speed_text(report).find("the grader's baselines failed"), std::string::npos);

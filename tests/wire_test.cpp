@@ -1,6 +1,7 @@
 // The private channel: what the child sends is validated, never trusted.
 #include "wire/wire.h"
 #include "wire/keys.h"
+#include "wire/messages.h"
 #include "wire/trace.h"
 
 #include <ATen/ATen.h>
@@ -67,6 +68,96 @@ TEST(Trace, MissingOrGarbledFieldsReadAsEmpty) {
   EXPECT_FALSE(garbled.largest_output.has_value());
   EXPECT_EQ(garbled.scope_work.size(), 1u);  // up to the first entry that does not read as one
   EXPECT_EQ(garbled.op_counts.at(""), 3);
+}
+
+// The grader's planned case crosses as the runner's CaseRequest: the
+// envelope in named fields, the rest for the driver; the driver's record
+// holds both, as before.
+TEST(Messages, ARequestCrossesWithItsEnvelopeTyped) {
+  Record planned;
+  planned.strings["case"] = "forward_float64";
+  planned.ints["seed"] = 42;
+  planned.strings["device"] = "cpu";
+  planned.strings["describe"] = "B=2, T=3";
+  planned.tensors[key::input("x")] = at::ones({2, 3}, at::kDouble);
+  const auto read = decode_requests(encode_requests({CaseRequest::of(planned)}));
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].id, "forward_float64");
+  EXPECT_EQ(read[0].seed, 42);
+  EXPECT_EQ(read[0].kind, "");
+  EXPECT_EQ(read[0].device, "cpu");
+  EXPECT_FALSE(read[0].fields.strings.count("case"));
+  EXPECT_FALSE(read[0].fields.ints.count("seed"));
+  EXPECT_EQ(read[0].fields.string("describe"), "B=2, T=3");
+  const auto driver = read[0].driver_record();
+  EXPECT_EQ(driver.string("case"), "forward_float64");
+  EXPECT_EQ(driver.integer("seed"), 42);
+  EXPECT_TRUE(at::equal(driver.tensor(key::input("x")), planned.tensor(key::input("x"))));
+}
+
+// A request the runner cannot run as asked is refused whole, naming why
+// (one row per rule).
+TEST(Messages, ARequestWithoutIdOrSeedOrWithTwoOfOneIdIsRefused) {
+  Record whole;
+  whole.strings["case"] = "a";
+  whole.ints["seed"] = 1;
+  Record no_id = whole, no_seed = whole;
+  no_id.strings.erase("case");
+  no_seed.ints.erase("seed");
+  const std::vector<std::pair<std::vector<Record>, std::string>> rows = {
+      {{no_id}, "missing string 'case'"},
+      {{no_seed}, "missing integer 'seed'"},
+      {{whole, whole}, "two cases named 'a'"},
+  };
+  for (const auto& [records, why] : rows) {
+    try {
+      decode_requests(encode(records));
+      ADD_FAILURE() << "accepted; expected: " << why;
+    } catch (const WireError& error) {
+      EXPECT_EQ(std::string(error.what()), why);
+    }
+  }
+}
+
+// The runner's reply: a load failure alone, or per case its id, what the code
+// threw, the trace, and the driver's outputs, each read back into its field
+// (the envelope's keys never among the outputs).
+TEST(Messages, AReplyReadsBackFieldByField) {
+  Reply failed;
+  failed.load_error = "undefined symbol: forward";
+  const auto failed_read = decode_reply(encode_reply(failed));
+  ASSERT_TRUE(failed_read.load_error.has_value());
+  EXPECT_EQ(*failed_read.load_error, "undefined symbol: forward");
+  EXPECT_TRUE(failed_read.cases.empty());
+
+  Reply reply;
+  CaseReply ran, threw, timed;
+  ran.id = "forward";
+  ran.trace = Trace{};
+  ran.trace->op_counts = {{"aten::matmul", 2}};
+  ran.trace->recording_intact = true;
+  ran.outputs.tensors["output"] = at::zeros({2}, at::kDouble);
+  threw.id = "refusal";
+  threw.error = "shape mismatch";
+  threw.trace = Trace{};
+  timed.id = "speed";
+  timed.outputs.reals["speed.0.learner_ms"] = 2.5;
+  reply.cases = {ran, threw, timed};
+  const auto read = decode_reply(encode_reply(reply));
+  EXPECT_FALSE(read.load_error.has_value());
+  ASSERT_EQ(read.cases.size(), 3u);
+  EXPECT_EQ(read.cases[0].id, "forward");
+  EXPECT_FALSE(read.cases[0].error.has_value());
+  ASSERT_TRUE(read.cases[0].trace.has_value());
+  EXPECT_EQ(read.cases[0].trace->op_counts, ran.trace->op_counts);
+  EXPECT_TRUE(read.cases[0].trace->recording_intact);
+  EXPECT_EQ(read.cases[0].outputs.tensors.size(), 1u);
+  EXPECT_TRUE(read.cases[0].outputs.ints.empty()) << "trace fields left among the outputs";
+  EXPECT_TRUE(read.cases[0].outputs.strings.empty()) << "envelope or trace fields left among the outputs";
+  EXPECT_EQ(read.cases[1].error.value_or(""), "shape mismatch");
+  EXPECT_TRUE(read.cases[1].trace.has_value());
+  EXPECT_FALSE(read.cases[2].trace.has_value());
+  EXPECT_EQ(read.cases[2].outputs.real("speed.0.learner_ms"), 2.5);
 }
 
 // Each kind of field key names its field and reads back to it; a key of

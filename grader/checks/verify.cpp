@@ -47,7 +47,7 @@ std::vector<CaseRun> planned_cases(Subject& subject) {
   for (const auto& spec : subject.exercise.cases) ids.insert(spec.id);
   std::vector<CaseRun> runs;
   for (auto& request : subject.kit->plan(20261122)) {
-    if (ids.count(request.string("case"))) runs.push_back({request, {}});
+    if (ids.count(request.string("case"))) runs.push_back({request, {}, {}, {}});
   }
   return runs;
 }
@@ -58,15 +58,15 @@ JudgeInput simulate(Subject& subject, uint64_t seed, const std::function<kit::Te
   JudgeInput input;
   input.seed = seed;
   for (auto& request : subject.kit->plan(seed)) {
-    CaseRun run{request, {}};
+    CaseRun run{request, {}, {}, {}};
     const auto kind = request.string_or("kind", "forward");
     if (kind == "construct") {
-      run.response.strings["error"] = "refused (simulated)";  // a correct constructor refuses
+      run.thrown = "refused (simulated)";  // a correct constructor refuses
     } else if (kind == "fit") {
-      run.response.strings["error"] = "training is not simulated";
+      run.thrown = "training is not simulated";
     } else {
       auto outputs = answer(run);
-      if (outputs.empty()) run.response.strings["error"] = "this case cannot be simulated";
+      if (outputs.empty()) run.thrown = "this case cannot be simulated";
       for (auto& [name, tensor] : outputs) run.response.tensors[name] = tensor;
     }
     input.cases[request.string("case")] = run;

@@ -27,6 +27,7 @@
 #include "report/speed.h"
 #include "judge/toolchain.h"
 #include "judge/verdict.h"
+#include "wire/messages.h"
 #include "wire/wire.h"
 #include "judge/zygote.h"
 
@@ -37,6 +38,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The message a runner reads for the planned cases `planned` (the suite's
+// records; wire/messages.h). A planned case without an id or seed is the
+// grader's fault.
+std::string encode_planned(const std::vector<wire::Record>& planned) {
+  std::vector<wire::CaseRequest> requests;
+  requests.reserve(planned.size());
+  try {
+    for (const auto& record : planned) requests.push_back(wire::CaseRequest::of(record));
+  } catch (const wire::WireError& error) {
+    throw GraderFault(std::string("a planned case is incomplete: ") + error.what());
+  }
+  return wire::encode_requests(requests);
+}
 
 }  // namespace
 
@@ -88,13 +103,13 @@ SpeedReport time_forward(const ChildSpec& spec, const Exercise& exercise, const 
     return failed;
   }
   try {
-    auto responses = wire::decode(stream.results);
-    if (responses.size() != 1) throw wire::WireError("expected one result");
-    if (responses.front().strings.count("load_error")) {
-      failed.note = "not timed: " + responses.front().strings.at("load_error");
+    const auto reply = wire::decode_reply(stream.results);
+    if (reply.load_error) {
+      failed.note = "not timed: " + *reply.load_error;
       return failed;
     }
-    return read_speed(exercise, request, responses.front());
+    if (reply.cases.size() != 1) throw wire::WireError("expected one result");
+    return read_speed(exercise, request, reply.cases.front());
   } catch (const std::exception& error) {
     failed.note = std::string("not timed: the speed run's results are unreadable (") + error.what() + ")";
     return failed;
@@ -166,7 +181,7 @@ ChildSpec runner_spec(const PreparedGrade& prepared, const SandboxStatus& sandbo
   if (sandbox.seccomp) spec.argv.push_back("--seccomp");
   spec.argv.push_back(prepared.shared_object.string());
   spec.working_dir = prepared.scratch->path().string();
-  if (!records.empty()) spec.request = wire::encode(records);
+  if (!records.empty()) spec.request = encode_planned(records);
   spec.result_channel = true;
   spec.limits = child_limits(prepared.exercise.limits.run);
   spec.limits.stop_at_output_limit = true;
@@ -290,12 +305,14 @@ namespace {
 // The results a runner delivered after its ready line (throws WireError),
 // with the text from learner code (exception messages), shown repeated per
 // check, kept short.
-std::vector<wire::Record> decode_results(const wire::RunnerStream& stream) {
-  auto responses = wire::decode(stream.results);
-  for (auto& response : responses) {
-    for (auto& [key, text] : response.strings) text = capped(text, kMaxLearnerText);
+wire::Reply decode_results(const wire::RunnerStream& stream) {
+  auto reply = wire::decode_reply(stream.results);
+  if (reply.load_error) *reply.load_error = capped(*reply.load_error, kMaxLearnerText);
+  for (auto& answer : reply.cases) {
+    if (answer.error) *answer.error = capped(*answer.error, kMaxLearnerText);
+    for (auto& [key, text] : answer.outputs.strings) text = capped(text, kMaxLearnerText);
   }
-  return responses;
+  return reply;
 }
 
 // Where a run stopped by a limit was (wire.h: the runner's case markers), as
@@ -453,17 +470,17 @@ struct GradeInProgress {
     }
     end.forbidden_symbols = compiled.forbidden_symbols;
     if (auto decided = verdict_of_run_end(end, run_limits)) return decide(std::move(*decided));
-    std::vector<wire::Record> responses;
+    wire::Reply reply;
     RunResults results;
     try {
       if (outcome.result_truncated) throw wire::WireError("results larger than allowed");
-      responses = decode_results(stream);
+      reply = decode_results(stream);
     } catch (const wire::WireError& error) {
       results.decode_error = error.what();
     }
     results.exited_cleanly = outcome.exited_cleanly();
     results.end_described = outcome.describe_end();
-    return judge(compiled, requests, responses, results, speed_request);
+    return judge(compiled, requests, reply, results, speed_request);
   }
 
   // Why a case's own limit was what it was (case_limit.h), for the case
@@ -489,12 +506,12 @@ struct GradeInProgress {
     report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
   }
 
-  // The verdict of `responses`, the results `outcome` delivered for `requests`.
+  // The verdict of `reply`, the results the runner delivered for `requests`.
   GradeReport judge(const CompileResult& compiled, const std::vector<wire::Record>& requests,
-                    const std::vector<wire::Record>& responses, RunResults results,
+                    const wire::Reply& reply, RunResults results,
                     const std::optional<wire::Record>& speed_request) {
     const auto& exercise = prepared.exercise;
-    if (!results.decode_error && responses.size() == 1 && responses.front().strings.count("load_error")) {
+    if (!results.decode_error && reply.load_error) {
       // Learner code cannot remove files (the runner's filter): a compiled
       // object gone missing is the grader's problem, whatever the loader says.
       std::error_code error;
@@ -502,19 +519,23 @@ struct GradeInProgress {
         throw GraderFault("the compiled submission " + compiled.shared_object.string() +
                           " disappeared during the grade (was the scratch folder removed?)");
       }
-      results.load_error = responses.front().strings.at("load_error");
+      results.load_error = *reply.load_error;
     }
+    const auto& responses = reply.cases;
     results.requests = requests.size();
     results.responses = responses.size();
     for (size_t i = 0; i < requests.size() && i < responses.size(); ++i) {
-      results.in_order = results.in_order && responses[i].string_or("case", "") == requests[i].string("case");
+      results.in_order = results.in_order && responses[i].id == requests[i].string("case");
     }
     if (auto decided = verdict_of_results(results)) return decide(std::move(*decided));
 
     JudgeInput input;
     input.forbidden_symbols = compiled.forbidden_symbols;
     input.seed = report.seed;
-    for (size_t i = 0; i < requests.size(); ++i) input.cases[requests[i].string("case")] = CaseRun{requests[i], responses[i]};
+    for (size_t i = 0; i < requests.size(); ++i) {
+      input.cases[requests[i].string("case")] =
+          CaseRun{requests[i], responses[i].outputs, responses[i].error, responses[i].trace};
+    }
     report.checks = suite->judge(input);
     mark_score_scope(report.checks, exercise, prepared.target.on_gpu());
     if (options.figures) {
@@ -546,7 +567,7 @@ struct GradeInProgress {
 // grade's run does when nothing stops it: the runner started and ended
 // cleanly within its limits and delivered one result per request. Anything
 // else is graded again one grade at a time, so that each gets its own verdict.
-bool ran_through(const ChildOutcome& outcome, size_t requests, std::vector<wire::Record>& responses) {
+bool ran_through(const ChildOutcome& outcome, size_t requests, wire::Reply& reply) {
   const auto stream = wire::split_runner_stream(outcome.result);
   if (!stream.ready) return false;
   if (outcome.memory_exceeded || outcome.output_exceeded || outcome.timed_out || outcome.process_cap_hit ||
@@ -554,11 +575,11 @@ bool ran_through(const ChildOutcome& outcome, size_t requests, std::vector<wire:
     return false;
   }
   try {
-    responses = decode_results(stream);
+    reply = decode_results(stream);
   } catch (const wire::WireError&) {
     return false;
   }
-  return responses.size() == requests && !responses.front().strings.count("load_error");
+  return !reply.load_error && reply.cases.size() == requests;
 }
 
 // The prepared grade's submission, read now.
@@ -612,7 +633,7 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
 
   auto run_start = Clock::now();
   auto outcome =
-      prepared->runner->finish(wire::encode(requests), case_limits_of(options, *prepared, grading.reference_seconds));
+      prepared->runner->finish(encode_planned(requests), case_limits_of(options, *prepared, grading.reference_seconds));
   grading.report.run_seconds = seconds_since(run_start);
   return grading.conclude(compiled, requests, outcome, speed_request);
 }
@@ -667,10 +688,10 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
     return reports;
   }
   auto run_start = Clock::now();
-  auto outcome = prepared->runner->finish(wire::encode(all), case_limits_of(options, *prepared, all_reference_seconds));
+  auto outcome = prepared->runner->finish(encode_planned(all), case_limits_of(options, *prepared, all_reference_seconds));
   const double run_seconds = seconds_since(run_start);
-  std::vector<wire::Record> responses;
-  if (!ran_through(outcome, all.size(), responses)) {
+  wire::Reply reply;
+  if (!ran_through(outcome, all.size(), reply)) {
     prepared.reset();  // its runner has ended; each grade starts its own
     for (auto seed : seeds) reports.push_back(alone(seed));
     return reports;
@@ -678,8 +699,9 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
   // Each grade judges its own slice, as if its runner had run it alone.
   size_t at = 0;
   for (size_t i = 0; i < seeds.size(); ++i) {
-    std::vector<wire::Record> slice(responses.begin() + static_cast<std::ptrdiff_t>(at),
-                                    responses.begin() + static_cast<std::ptrdiff_t>(at + requests[i].size()));
+    wire::Reply slice;
+    slice.cases.assign(reply.cases.begin() + static_cast<std::ptrdiff_t>(at),
+                       reply.cases.begin() + static_cast<std::ptrdiff_t>(at + requests[i].size()));
     at += requests[i].size();
     grades[i].report.run_seconds = run_seconds / static_cast<double>(seeds.size());
     grades[i].keep_output(outcome);

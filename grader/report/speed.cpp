@@ -123,12 +123,13 @@ wire::Record plan_speed(const Exercise& exercise, uint64_t seed, const std::stri
   return record;
 }
 
-SpeedReport read_speed(const Exercise& exercise, const wire::Record& request, const wire::Record& response) {
+SpeedReport read_speed(const Exercise& exercise, const wire::Record& request, const wire::CaseReply& reply) {
   SpeedReport report;
-  if (response.strings.count("error")) {
-    report.note = "not timed: the speed run stopped: " + response.strings.at("error");
+  if (reply.error) {
+    report.note = "not timed: the speed run stopped: " + *reply.error;
     return report;
   }
+  const auto& response = reply.outputs;
   report.ran = true;
   report.device_name = response.string_or("speed.device_name", "the GPU");
   report.method = response.string_or("speed.method", "");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "exercise/exercise.h"
+#include "wire/messages.h"
 #include "wire/wire.h"
 
 namespace grader {
@@ -49,7 +50,7 @@ struct SpeedReport {
 wire::Record plan_speed(const Exercise& exercise, uint64_t seed, const std::string& device);
 
 // Reads the run's response into rows, flagging what no correct forward could do.
-SpeedReport read_speed(const Exercise& exercise, const wire::Record& request, const wire::Record& response);
+SpeedReport read_speed(const Exercise& exercise, const wire::Record& request, const wire::CaseReply& reply);
 
 // The table of a report, for the terminal (no colour).
 std::string speed_text(const SpeedReport& report);

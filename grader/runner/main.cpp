@@ -29,6 +29,7 @@
 #include "runner/heap.h"
 #include "runner/seccomp.h"
 #include "runner/zygote.h"
+#include "wire/messages.h"
 #include "wire/wire.h"
 
 namespace {
@@ -84,9 +85,9 @@ void require_own_channel(int fd) {
   }
 }
 
-void send(int fd, const std::vector<Record>& records) {
+void send(int fd, const grader::wire::Reply& reply) {
   require_own_channel(fd);
-  if (!write_all(fd, grader::wire::encode(records))) {
+  if (!write_all(fd, grader::wire::encode_reply(reply))) {
     std::fprintf(stderr, "grader-runner: cannot write results\n");
     std::_Exit(70);
   }
@@ -128,9 +129,9 @@ int grader::run_submission(const char* submission_file, const std::string& shown
   if (result_fd < 0) return 71;
   channel = identity(result_fd);
   if (channel.second == 0) return 71;
-  std::vector<Record> requests;
+  std::vector<grader::wire::CaseRequest> requests;
   try {
-    requests = grader::wire::decode(read_all(3));
+    requests = grader::wire::decode_requests(read_all(3));
   } catch (const grader::wire::WireError& error) {
     std::fprintf(stderr, "grader-runner: bad request: %s\n", error.what());
     return 71;
@@ -153,7 +154,7 @@ int grader::run_submission(const char* submission_file, const std::string& shown
   // filter refuses) and loads its libraries now, before the filter and before
   // any learner code: a GPU the runner cannot use is the grader's problem.
   bool gpu = false;
-  for (const auto& request : requests) gpu |= request.string_or("device", "cpu") != "cpu";
+  for (const auto& request : requests) gpu |= request.device != "cpu";
   if (gpu) {
     try {
       auto options = at::TensorOptions().device(at::kCUDA);
@@ -181,22 +182,22 @@ int grader::run_submission(const char* submission_file, const std::string& shown
   // Static initialisers of learner code run here, inside the child.
   void* submission = dlopen(submission_file, RTLD_NOW | RTLD_LOCAL);
   if (!submission) {
-    Record failure;
+    grader::wire::Reply failure;
     std::string error = dlerror();
     for (size_t at = error.find(submission_file); at != std::string::npos && shown_name != submission_file;
          at = error.find(submission_file, at + shown_name.size())) {
       error.replace(at, std::strlen(submission_file), shown_name);
     }
-    failure.strings["load_error"] = error;
-    send(result_fd, {failure});
+    failure.load_error = error;
+    send(result_fd, failure);
     return 0;
   }
   if (object_fd >= 0) close(object_fd);
   auto run_case = reinterpret_cast<RunCase>(dlsym(submission, "grader_run_case"));
   if (!run_case) {
-    Record failure;
-    failure.strings["load_error"] = "the submission does not export grader_run_case";
-    send(result_fd, {failure});
+    grader::wire::Reply failure;
+    failure.load_error = "the submission does not export grader_run_case";
+    send(result_fd, failure);
     return 0;
   }
 
@@ -207,33 +208,39 @@ int grader::run_submission(const char* submission_file, const std::string& shown
   // The name of the scope the driver opens around learner code, unknown to it
   // in advance (grader::driver::ForwardScope).
   const std::string marker = "grader::forward#" + std::to_string(entropy()) + std::to_string(entropy());
-  std::vector<Record> responses;
+  grader::wire::Reply reply;
   for (size_t index = 0; index < requests.size(); ++index) {
-    auto request = requests[index];
+    const auto& request = requests[index];
     // Which case is under way, should a limit stop it (wire.h: kCaseStarted).
     require_own_channel(result_fd);
     if (!write_all(result_fd, grader::wire::kCaseStarted + std::to_string(index) + "\n")) return 71;
+    auto driver_request = request.driver_record();
+    driver_request.strings["forward_scope"] = marker;
     Record response;
-    response.strings["case"] = request.string("case");
-    request.strings["forward_scope"] = marker;
-    at::manual_seed(static_cast<uint64_t>(request.integer("seed")));
+    grader::wire::CaseReply answer;
+    answer.id = request.id;
+    at::manual_seed(static_cast<uint64_t>(request.seed));
     // The speed run is timed, not traced: a callback on every operator would
     // slow the learner's code and the baselines alike, and the fused baseline
     // is no operator of the learner's.
-    const bool traced = request.string_or("kind", "") != "speed";
+    const bool traced = request.kind != "speed";
     if (traced) {
       recorder.start(marker);
       (void)grader::heap::take_growth();
     }
     try {
-      run_case(request, response);
+      run_case(driver_request, response);
     } catch (const c10::Error& error) {
-      response.strings["error"] = error.what_without_backtrace();
+      answer.error = error.what_without_backtrace();
     } catch (const std::exception& error) {
-      response.strings["error"] = error.what();
+      answer.error = error.what();
     } catch (...) {
-      response.strings["error"] = "an exception that is not a std::exception was thrown";
+      answer.error = "an exception that is not a std::exception was thrown";
     }
+    // Only the runner speaks for the envelope and the trace.
+    response.strings.erase("case");
+    response.strings.erase("error");
+    (void)grader::wire::take_trace(response);
     if (traced) {
       grader::wire::Trace trace;
       trace.op_counts = recorder.stop();
@@ -243,12 +250,13 @@ int grader::run_submission(const char* submission_file, const std::string& shown
       trace.heap_growth = grader::heap::take_growth();
       trace.static_bytes = static_bytes;
       trace.recording_intact = recorder.intact();
-      grader::wire::put_trace(response, trace);
+      answer.trace = trace;
     }
-    responses.push_back(std::move(response));
+    answer.outputs = std::move(response);
+    reply.cases.push_back(std::move(answer));
   }
   std::fflush(stdout);
-  send(result_fd, responses);
+  send(result_fd, reply);
   return 0;
 }
 

@@ -139,4 +139,23 @@ Trace trace_of(const Record& response) {
   return trace;
 }
 
+std::optional<Trace> take_trace(Record& response) {
+  static const std::vector<std::string> kStrings = {"device_events", "largest_output", "scope_work"};
+  static const std::vector<std::string> kInts = {"heap_growth", "static_bytes", "recording_intact"};
+  const auto first_op = response.ints.lower_bound(kOpPrefix);
+  const bool ops = first_op != response.ints.end() && first_op->first.compare(0, kOpPrefix.size(), kOpPrefix) == 0;
+  bool any = ops;
+  for (const auto& key : kStrings) any = any || response.strings.count(key);
+  for (const auto& key : kInts) any = any || response.ints.count(key);
+  if (!any) return std::nullopt;
+  auto trace = trace_of(response);
+  for (const auto& key : kStrings) response.strings.erase(key);
+  for (const auto& key : kInts) response.ints.erase(key);  // (first_op may have been one of these)
+  const auto begin = response.ints.lower_bound(kOpPrefix);
+  auto end = begin;
+  while (end != response.ints.end() && end->first.compare(0, kOpPrefix.size(), kOpPrefix) == 0) ++end;
+  response.ints.erase(begin, end);
+  return trace;
+}
+
 }  // namespace grader::wire

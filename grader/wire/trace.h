@@ -61,5 +61,8 @@ void put_trace(Record& response, const Trace& trace);
 // Reads it back; what is missing or unreadable is left empty (a response
 // from code that stopped early has no trace).
 Trace trace_of(const Record& response);
+// The trace in a response, its fields taken out of the record; none where
+// the response has none of them (a timed run is not traced).
+std::optional<Trace> take_trace(Record& response);
 
 }  // namespace grader::wire

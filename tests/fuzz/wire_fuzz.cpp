@@ -3,7 +3,8 @@
 // a WireError escaping, a crash, a hang or a leak is a bug; so is a decoded
 // record that is not what it claims (a tensor whose data cannot be read in
 // full, a dtype the channel does not carry, operator counts that disagree with
-// the record's integers, a record that does not survive encode and decode).
+// the record's integers, a record or a reply that does not survive encode
+// and decode).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "wire/trace.h"
+#include "wire/messages.h"
 #include "wire/wire.h"
 
 namespace {
@@ -99,6 +101,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         again.scope_work.size() != trace.scope_work.size() || again.recording_intact != trace.recording_intact) {
       fail("a trace written again reads back differently");
     }
+  }
+  // As the runner's reply (wire/messages.h), the bytes read as what the
+  // grader's checks see, and that reply written again reads back the same.
+  try {
+    const auto bytes = std::string(reinterpret_cast<const char*>(data), size);
+    const auto reply = grader::wire::decode_reply(bytes);
+    const auto again = grader::wire::decode_reply(grader::wire::encode_reply(reply));
+    if (again.load_error != reply.load_error || again.cases.size() != reply.cases.size()) {
+      fail("a reply written again reads back differently");
+    }
+    for (size_t i = 0; i < reply.cases.size(); ++i) {
+      const auto& one = reply.cases[i];
+      const auto& two = again.cases[i];
+      if (one.id != two.id || one.error != two.error || one.trace.has_value() != two.trace.has_value() ||
+          !same_record(one.outputs, two.outputs)) {
+        fail("a reply's case written again reads back differently");
+      }
+    }
+  } catch (const grader::wire::WireError&) {
+    fail("bytes that decode as records do not decode as a reply");
   }
   // What decoded must encode and decode to the same records.
   std::vector<grader::wire::Record> again;
