@@ -18,6 +18,7 @@
 #include "flash_attention.h"
 #include "grouped_query_attention.h"
 #include "kv_cache.h"
+#include "norm_reference.h"
 #include "multi_head_attention.h"
 #include "rotary.h"
 #include "sinusoidal_encoding.h"
@@ -48,6 +49,73 @@ std::tuple<at::Tensor, at::Tensor> builtin_sdpa(const at::Tensor& q, const at::T
   return at::_scaled_dot_product_attention(q, k, v, mask, /*dropout_p=*/0.0, /*need_attn_weights=*/true,
                                            /*is_causal=*/false);
 #endif
+}
+
+// exercise_layer_norm: the forward against LibTorch's layer_norm and RMSNorm
+// written with autograd operators; the closed-form backward against
+// autograd's gradients of those, in float64.
+TEST_F(Reference, LayerNormForwardAndBackwardMatchLibTorch) {
+  for (const double eps : {1e-5, 0.5}) {
+    auto x = at::randn({3, 4, 7}, at::kDouble).requires_grad_(true);
+    auto weight = at::randn({7}, at::kDouble).requires_grad_(true);
+    auto bias = at::randn({7}, at::kDouble).requires_grad_(true);
+    auto grad_output = at::randn({3, 4, 7}, at::kDouble);
+    auto want = at::layer_norm(x, {7}, weight, bias, eps);
+    want.backward(grad_output);
+    auto ours = reference::norm_forward(reference::Norm::layer, x.detach(), weight.detach(), bias.detach(), eps);
+    expect_close(want.detach(), ours);
+    auto grads = reference::norm_backward(reference::Norm::layer, x.detach(), weight.detach(), bias.detach(), eps,
+                                          grad_output);
+    expect_close(x.grad(), grads.x);
+    expect_close(weight.grad(), grads.weight);
+    expect_close(bias.grad(), grads.bias);
+  }
+}
+
+TEST_F(Reference, RmsNormForwardAndBackwardMatchAutograd) {
+  for (const double eps : {1e-6, 0.5}) {
+    auto x = at::randn({2, 5, 6}, at::kDouble).requires_grad_(true);
+    auto weight = at::randn({6}, at::kDouble).requires_grad_(true);
+    auto grad_output = at::randn({2, 5, 6}, at::kDouble);
+    auto want = x * (x.pow(2).mean(-1, true) + eps).rsqrt() * weight;
+    want.backward(grad_output);
+    auto ours = reference::norm_forward(reference::Norm::rms, x.detach(), weight.detach(), at::Tensor(), eps);
+    expect_close(want.detach(), ours);
+    auto grads =
+        reference::norm_backward(reference::Norm::rms, x.detach(), weight.detach(), at::Tensor(), eps, grad_output);
+    expect_close(x.grad(), grads.x);
+    expect_close(weight.grad(), grads.weight);
+    EXPECT_FALSE(grads.bias.defined());
+  }
+}
+
+// Each replayed mistake changes what it says it changes, and only that.
+TEST_F(Reference, NormMistakesChangeTheirOwnDirection) {
+  auto x = at::randn({2, 3, 8}, at::kDouble);
+  auto weight = at::randn({8}, at::kDouble), bias = at::randn({8}, at::kDouble);
+  auto grad_output = at::randn({2, 3, 8}, at::kDouble);
+  using reference::Norm;
+  const auto right = reference::norm_forward(Norm::layer, x, weight, bias, 0.1);
+  reference::NormVariant unbiased;
+  unbiased.unbiased_variance = true;
+  EXPECT_FALSE(at::allclose(right, reference::norm_forward(Norm::layer, x, weight, bias, 0.1, unbiased)));
+  // A centred RMSNorm is a LayerNorm without its bias.
+  reference::NormVariant centred;
+  centred.rms_centred = true;
+  expect_close(reference::norm_forward(Norm::layer, x, weight, at::zeros({8}, at::kDouble), 0.1),
+               reference::norm_forward(Norm::rms, x, weight, at::Tensor(), 0.1, centred));
+  // Backward bends leave the forward alone and move dx, or the parameters' gradients, only.
+  const auto grads = reference::norm_backward(Norm::layer, x, weight, bias, 0.1, grad_output);
+  reference::NormVariant no_mean;
+  no_mean.no_mean_term = true;
+  const auto bent = reference::norm_backward(Norm::layer, x, weight, bias, 0.1, grad_output, no_mean);
+  EXPECT_FALSE(at::allclose(grads.x, bent.x));
+  expect_close(grads.weight, bent.weight);
+  reference::NormVariant averaged;
+  averaged.param_grads_averaged = true;
+  const auto mean_grads = reference::norm_backward(Norm::layer, x, weight, bias, 0.1, grad_output, averaged);
+  expect_close(grads.x, mean_grads.x);
+  expect_close(grads.bias / 6, mean_grads.bias);
 }
 
 // exercise_softmax_cuda: the float64 row softmax and its replayed kernel mistakes.

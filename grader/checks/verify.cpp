@@ -151,6 +151,7 @@ Problems mistakes_covered(const fs::path& root, const std::string& id) {
   auto subject = load(root, id);
   const auto& exercise = subject.exercise;
   std::set<std::string> nameable(subject.kit->replayable().begin(), subject.kit->replayable().end());
+  nameable.insert(subject.kit->named_by_checks().begin(), subject.kit->named_by_checks().end());
   for (const auto& feature : exercise.features) {
     if (!feature.mistake.empty()) nameable.insert(feature.mistake);
   }
@@ -171,7 +172,7 @@ Problems mistakes_covered(const fs::path& root, const std::string& id) {
   for (const auto& mistake : exercise.mistakes) {
     if (!nameable.count(mistake.id)) {
       problems.push_back("mistake '" + mistake.id +
-                         "' is neither replayed by the reference nor named by a feature or an error rule: the "
+                         "' is neither replayed by the reference nor named by a check, a feature or an error rule: the "
                          "grader can never name it");
     }
     if (!labelled.count(mistake.id)) problems.push_back("no wrong submission is labelled with mistake '" + mistake.id + "'");
@@ -384,7 +385,8 @@ const std::vector<VerifyRule>& verify_rules() {
       {"focus_points_covered", "every focus point is labelled missed by some wrong or hostile submission",
        focus_points_covered},
       {"mistakes_covered",
-       "every known mistake can be named (replayed, or named by a feature or an error rule) and labels a wrong "
+       "every known mistake can be named (replayed, named by the exercise's own checks, or by a feature or an error "
+       "rule) and labels a wrong "
        "submission",
        mistakes_covered},
       {"mistakes_distinguishable", "each known mistake shows on some case, and some case tells any two apart",

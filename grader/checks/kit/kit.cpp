@@ -53,6 +53,16 @@ Kit& Kit::measurement(const std::string& kind, CheckFn fn) {
   return custom(kind, std::move(fn));
 }
 
+Kit& Kit::backward_check(const std::string& kind, CheckFn fn) {
+  backward_kinds_.insert(kind);
+  return custom(kind, std::move(fn));
+}
+
+Kit& Kit::names_mistakes(std::vector<std::string> ids) {
+  named_by_checks_.insert(named_by_checks_.end(), ids.begin(), ids.end());
+  return *this;
+}
+
 Kit& Kit::dropout_sites(std::vector<std::string> paths) {
   droppable_.insert(paths.begin(), paths.end());
   return *this;
@@ -156,7 +166,7 @@ std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
   std::set<std::string> want_grad, want_repeat, want_masked, want_moved, want_train;
   for (const auto& check : exercise_.checks) {
     for (const auto& id : check.cases) {
-      if (check.kind == "gradients") want_grad.insert(id);
+      if (check.kind == "gradients" || backward_kinds_.count(check.kind)) want_grad.insert(id);
       if (check.kind == "deterministic" || check.kind == "masked_values" || check.kind == "dependence")
         want_repeat.insert(id);
       if (check.kind == "dependence") want_moved.insert(id);

@@ -105,6 +105,13 @@ class Kit : public Suite {
   // the probes do): run once per grade, and when it fails, its finding explains
   // the numerics failures no known mistake reproduces. It must not call explain().
   Kit& measurement(const std::string& kind, CheckFn fn);
+  // A check kind of the exercise's own that judges a backward pass: its cases
+  // run backward with a grad_output, as a gradients check's do.
+  Kit& backward_check(const std::string& kind, CheckFn fn);
+  // Known mistakes of exercise.yaml that the exercise's own checks name
+  // (fail_with_mistake) without the reference replaying them.
+  Kit& names_mistakes(std::vector<std::string> ids);
+  const std::vector<std::string>& named_by_checks() const { return named_by_checks_; }
   // The Dropout paths ("dropout1") the reference can drop (CaseData::dropped):
   // the only ones a dropout_sites check may name.
   Kit& dropout_sites(std::vector<std::string> paths);
@@ -238,6 +245,8 @@ class Kit : public Suite {
   bool is_refusal(const std::string& case_id) const;  // one of refusals_
   std::map<std::string, std::string> unsupported_;  // the others, by id: why not
   std::map<std::string, CheckFn> custom_;
+  std::set<std::string> backward_kinds_;  // custom kinds whose cases run backward
+  std::vector<std::string> named_by_checks_;
   std::set<std::string> droppable_;  // Kit::dropout_sites
   std::set<std::string> measurements_;  // custom kinds that are measurements
   std::vector<std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)>> extra_;
