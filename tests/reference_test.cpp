@@ -12,6 +12,7 @@
 #include <map>
 #include <tuple>
 
+#include "decoder_block_reference.h"
 #include "encoder_block_reference.h"
 #include "mini_encoder_reference.h"
 #include "ffn_reference.h"
@@ -312,6 +313,65 @@ TEST_F(Reference, EncoderBlockMatchesTransformerEncoderLayer) {
   pre_ln.pre_ln = true;
   EXPECT_FALSE(at::allclose(reference::encoder_block(x, {}, parameters, h),
                             reference::encoder_block(x, {}, parameters, h, pre_ln)));
+}
+
+// The decoder block against LibTorch's TransformerDecoderLayer (post-LN, GELU,
+// eval mode): the causal mask on self-attention, the memory's padding mask on
+// cross-attention; and each of its four dropouts at p = 1 in training mode.
+TEST_F(Reference, DecoderBlockMatchesTransformerDecoderLayer) {
+  const int64_t b = 2, n = 4, m = 6, d = 8, h = 2, f = 16;
+  torch::nn::TransformerDecoderLayer layer(
+      torch::nn::TransformerDecoderLayerOptions(d, h).dim_feedforward(f).dropout(0.0).activation(torch::kGELU));
+  layer->to(at::kDouble);
+  layer->eval();
+  std::map<std::string, at::Tensor> parameters;
+  for (const auto& item : layer->named_parameters()) parameters[item.key()] = item.value().detach();
+  auto x = at::randn({b, n, d}, at::kDouble), memory = at::randn({b, m, d}, at::kDouble);
+  auto keep = at::ones({b, m}, at::kBool);
+  keep[1][4] = false;
+  keep[1][5] = false;
+  // LibTorch's C++ MultiheadAttention adds attn_mask to the scores: -inf where
+  // a query may not attend. A bool mask is added as 0/1 (the variant
+  // causal_bool_added replays that).
+  auto future = at::full({n, n}, -INFINITY, at::kDouble).triu(1);
+  at::NoGradGuard no_grad;
+  auto run = [&] {
+    return layer->forward(x.transpose(0, 1), memory.transpose(0, 1), future, {}, {}, keep.logical_not()).transpose(0, 1);
+  };
+  expect_close(run(), reference::decoder_block(x, memory, keep.view({b, 1, 1, m}), parameters, h));
+  layer->train();
+  std::vector<std::pair<torch::nn::Dropout, bool reference::DecoderBlockVariant::*>> sites = {
+      {layer->dropout1, &reference::DecoderBlockVariant::drop_self_output},
+      {layer->dropout2, &reference::DecoderBlockVariant::drop_cross_output},
+      {layer->dropout, &reference::DecoderBlockVariant::drop_ffn_hidden},
+      {layer->dropout3, &reference::DecoderBlockVariant::drop_ffn_output}};
+  for (auto [module, flag] : sites) {
+    for (auto& [other, unused] : sites) other->options.p(0.0);
+    module->options.p(1.0);
+    reference::DecoderBlockVariant variant;
+    variant.*flag = true;
+    expect_close(run(), reference::decoder_block(x, memory, keep.view({b, 1, 1, m}), parameters, h, variant));
+  }
+  // The replayed mistakes each change the result.
+  std::vector<bool reference::DecoderBlockVariant::*> bends = {
+      &reference::DecoderBlockVariant::causal_on_cross, &reference::DecoderBlockVariant::cross_from_self,
+      &reference::DecoderBlockVariant::pre_ln};
+  const auto right = reference::decoder_block(x, memory, keep.view({b, 1, 1, m}), parameters, h);
+  for (auto bend : bends) {
+    reference::DecoderBlockVariant variant;
+    variant.*bend = true;
+    EXPECT_FALSE(at::allclose(right, reference::decoder_block(x, memory, keep.view({b, 1, 1, m}), parameters, h, variant)));
+  }
+  reference::DecoderBlockVariant bool_added;
+  bool_added.causal_bool_added = true;
+  layer->eval();
+  auto bool_future = at::ones({n, n}, at::kBool).triu(1);
+  expect_close(
+      layer->forward(x.transpose(0, 1), memory.transpose(0, 1), bool_future, {}, {}, keep.logical_not()).transpose(0, 1),
+      reference::decoder_block(x, memory, keep.view({b, 1, 1, m}), parameters, h, bool_added));
+  reference::DecoderBlockVariant no_causal;
+  no_causal.causal = false;
+  EXPECT_FALSE(at::allclose(right, reference::decoder_block(x, memory, keep.view({b, 1, 1, m}), parameters, h, no_causal)));
 }
 
 // Each of the block's three dropouts at p = 1 in training mode (the others at
