@@ -88,8 +88,8 @@ CheckResult earlier_outputs_unchanged(const kit::Kit& kit, const CheckSpec& spec
   }
   return results.fail(spec.id,
                       "your self-attention sees the future: redrawing later tokens moves the outputs at earlier "
-                      "positions; mask every key after the query (a (N, N) mask, true above the diagonal, as "
-                      "attn_mask)",
+                      "positions; mask every key after the query (a float (N, N) attn_mask, -inf above the diagonal "
+                      "and 0 elsewhere: LibTorch's C++ attention adds it to the scores)",
                       {"input: " + changed.describe(),
                        fmt::format("the outputs at positions 0..{} moved by up to {:.3g} (0 expected)", t - 1, most),
                        kit.input().replay_hint()});
