@@ -289,10 +289,35 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
   // learner also got wrong: a mistake made on one code path (a fast path for
   // one head, for one token) leaves the other cases right, but a case wrong
   // in another way shows the mistake is not the learner's.
-  auto narrowed = [&](std::vector<Mistakes> candidates) {
+  // A candidate must match here. Two mistakes together must also match on
+  // some case where their replay has a finite value: NaN matching NaN alone
+  // (an output that is all NaN) would let many a pair "explain" it. A single
+  // mistake's NaN for NaN (the overflow of a softmax without its maximum
+  // subtracted) stays evidence: the other cases can refute it.
+  auto informative = [&](const CaseRun& run, const Mistakes& m) {
+    for (const auto& [name, tensor] : expected(run, m)) {
+      if (!tensor.is_floating_point() || at::isfinite(tensor).any().item<bool>()) return true;
+    }
+    return false;
+  };
+  auto supported = [&](const Mistakes& m) {
     const auto& here = input_->at(case_id);
+    if (replay_matches(here, learner, m) != true) return false;
+    if (m.size() == 1 || informative(here, m)) return true;
+    for (const auto& spec : cases_) {
+      if (spec.id == case_id) continue;
+      const auto s = status(spec.id);
+      if (s != CaseStatus::differs && s != CaseStatus::precision) continue;
+      const auto& run = input_->at(spec.id);
+      const auto outputs = learner_outputs(run);
+      if (outputs.size() != exercise_.signature.outputs.size()) continue;
+      if (informative(run, m) && replay_matches(run, outputs, m) == true) return true;
+    }
+    return false;
+  };
+  auto narrowed = [&](std::vector<Mistakes> candidates) {
     candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                    [&](const Mistakes& m) { return replay_matches(here, learner, m) != true; }),
+                                    [&](const Mistakes& m) { return !supported(m); }),
                      candidates.end());
     for (const auto& spec : cases_) {
       if (spec.id == case_id || candidates.empty()) continue;
@@ -437,6 +462,32 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
   if (auto featured = attribute_to_feature(check)) {
     featured->evidence.insert(featured->evidence.begin(), evidence.begin(), evidence.end() - 1);
     return *featured;
+  }
+  // NaN or infinity where the reference is finite: a part switched off by
+  // zero weights does not silence a NaN (0 * NaN is NaN), so the isolation
+  // twins cannot place it; say what is known instead.
+  for (const auto& [name, want] : reference) {
+    const auto& got = learner.at(name);
+    if (!got.is_floating_point() || got.sizes() != want.sizes()) continue;
+    const auto bad = at::logical_and(at::isfinite(got).logical_not(), at::isfinite(want));
+    const auto count = bad.sum().item<int64_t>();
+    if (count == 0) continue;
+    auto first = bad.nonzero()[0];
+    std::string index;
+    for (int64_t i = 0; i < first.size(0); ++i) index += (i ? ", " : "") + std::to_string(first[i].item<int64_t>());
+    evidence.insert(evidence.end() - 1, fmt::format("{}: {} of {} values are NaN or infinite where the reference's are "
+                                                    "finite, the first at ({})",
+                                                    name, count, got.numel(), index));
+    auto result = results_.fail(
+        check,
+        "unexplained: your " + name +
+            " has NaN or infinite values where the reference's are finite; look for a row of scores masked "
+            "entirely (-inf everywhere gives NaN after softmax), 0 * inf, or a division by zero; start from the "
+            "smallest configuration that fails: " +
+            (smallest_failing(check).empty() ? run.describe() : input_->at(smallest_failing(check)).describe()),
+        evidence);
+    result.blames_focus = false;
+    return result;
   }
   // Placed by the isolation twins (of the smallest failing case, else of this
   // one, else of another of the check's cases that has twins and fails);
