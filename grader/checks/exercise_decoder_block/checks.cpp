@@ -80,6 +80,16 @@ CheckResult earlier_outputs_unchanged(const kit::Kit& kit, const CheckSpec& spec
   if (before->dim() != 3 || before->sizes() != after->sizes() || before->size(1) != n) {
     return results.skip(spec.id, "not measured: the output has the wrong shape");
   }
+  if (!at::isfinite(*before).all().item<bool>() || !at::isfinite(*after).all().item<bool>()) {
+    return results.skip(spec.id, "not measured: your output has NaN or infinite values");
+  }
+  // Only a block that gives the same output twice can show what moved it.
+  const auto& again = kit.input().at(kit::repeat_case("shape_0"));
+  auto repeated = kit.not_runnable(again) ? std::nullopt : learner_tensor(again, "output", why);
+  if (!repeated || repeated->sizes() != before->sizes() || !at::equal(*repeated, *before)) {
+    return results.skip(spec.id, "not measured: your output changes between two runs on the same input (in eval "
+                                 "mode), so what moves it cannot be told");
+  }
   auto moved = (before->narrow(1, 0, t).to(at::kDouble) - after->narrow(1, 0, t).to(at::kDouble)).abs();
   const double most = at::nan_to_num(moved, std::numeric_limits<double>::infinity()).max().item<double>();
   if (most == 0) {
@@ -87,9 +97,10 @@ CheckResult earlier_outputs_unchanged(const kit::Kit& kit, const CheckSpec& spec
                                              t, n - 1, t - 1));
   }
   return results.fail(spec.id,
-                      "your self-attention sees the future: redrawing later tokens moves the outputs at earlier "
-                      "positions; mask every key after the query (a float (N, N) attn_mask, -inf above the diagonal "
-                      "and 0 elsewhere: LibTorch's C++ attention adds it to the scores)",
+                      "your block sees the future: redrawing later tokens moves the outputs at earlier positions. "
+                      "Self-attention must hide every key after the query (a float (N, N) attn_mask, -inf above "
+                      "the diagonal and 0 elsewhere: LibTorch's C++ attention adds it to the scores); a reshape "
+                      "that mixes positions (splitting heads with view on (B, N, D)) leaks them too",
                       {"input: " + changed.describe(),
                        fmt::format("the outputs at positions 0..{} moved by up to {:.3g} (0 expected)", t - 1, most),
                        kit.input().replay_hint()});

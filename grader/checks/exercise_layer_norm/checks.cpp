@@ -169,7 +169,8 @@ CheckResult backward_by_hand(const kit::Kit& kit, const CheckSpec& spec) {
                       std::string("your ") + name_of(norm) + "'s backward gives " +
                           (spec.option("gradient") == "x" ? "a different dL/dx" : "different parameter gradients") +
                           " from the reference's although the forward matches: check the derivation (the "
-                          "hints walk through it)",
+                          "hints walk through it), and that no tensor saved for backward is modified in place "
+                          "afterwards",
                       evidence);
 }
 
