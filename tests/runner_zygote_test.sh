@@ -80,10 +80,20 @@ PY
 # A zygote stalled (stopped) past the ending's own limit while its child
 # finishes: the child's exit, seen through its pidfd, ends the run; the wait
 # status arrives once the zygote goes on. A stall is never the learner's timeout.
-"${grade[@]}" exercise_sdpa --submission "$root/solutions/exercise_sdpa/sdpa.cpp" --jobs 1 --no-cache \
+# The model solution made slow (a busy wait of 150 ms per call, no system
+# call), so that its runner is surely seen running: the plain solution's run,
+# a few tenths of a second, could end between two looks under load.
+mkdir -p "$work/slow"
+{
+  echo '#include <chrono>'
+  sed 's|^    const torch::Tensor& mask) {$|&\n  for (auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(150); std::chrono::steady_clock::now() < end;) {}|' \
+    "$root/solutions/exercise_sdpa/sdpa.cpp"
+} >"$work/slow/sdpa.cpp"
+grep -q 'milliseconds(150)' "$work/slow/sdpa.cpp" || fail "the slow copy of the solution was not made"
+"${grade[@]}" exercise_sdpa --submission "$work/slow/sdpa.cpp" --jobs 1 --no-cache \
   --format json --color never >"$work/stalled.json" 2>"$work/err" &
 batch=$!
-zygote=$(zygote_with_child) || { kill "$batch"; fail "no zygote with a running child was seen (stall)"; }
+zygote=$(zygote_with_child) || { kill "$batch" 2>/dev/null; fail "no zygote with a running child was seen (stall)"; }
 kill -STOP "$zygote"
 sleep 7
 kill -CONT "$zygote"
