@@ -118,18 +118,6 @@ class Kit : public Suite {
   // Further cases planned by the exercise (after the yaml's).
   Kit& extra_cases(std::function<void(Kit&, std::vector<wire::Record>&, at::Generator&)> add);
 
-  // Suite's methods call these four under its lock.
-  std::vector<wire::Record> plan_cases(uint64_t seed) override;
-  // Runs every check of exercise.yaml, in its order, each guarded: an
-  // exception in check or reference code is the grader's fault.
-  std::vector<CheckResult> judge_cases(const JudgeInput& input) override;
-  // The reference's time on each planned case (refusals, and cases it throws
-  // on, -1); touches nothing judge() uses.
-  std::vector<double> time_reference(const std::vector<wire::Record>& requests) const override;
-  // The probe cases' weights, the learner's beside the reference's (the
-  // reference's read through the same probe from its own outputs).
-  std::vector<AttentionFigure> draw_figures(const JudgeInput& input) override;
-
   // ---- for check code ----
   const Exercise& exercise() const { return exercise_; }
   // The mistakes the reference replays (exercise.yaml's ids).
@@ -151,6 +139,20 @@ class Kit : public Suite {
   CheckResult explain(const std::string& check, const std::string& case_id) const;
   // The measuring checks' findings (their failed results), computed once per grade.
   const std::vector<CheckResult>& findings() const;
+
+ protected:
+  // Suite's public methods call these four under its lock (check.h:
+  // numerics_lock); no one else may.
+  std::vector<wire::Record> plan_cases(uint64_t seed) override;
+  // Runs every check of exercise.yaml, in its order, each guarded: an
+  // exception in check or reference code is the grader's fault.
+  std::vector<CheckResult> judge_cases(const JudgeInput& input) override;
+  // The reference's time on each planned case (refusals, and cases it throws
+  // on, -1); touches nothing judge() uses.
+  std::vector<double> time_reference(const std::vector<wire::Record>& requests) const override;
+  // The probe cases' weights, the learner's beside the reference's (the
+  // reference's read through the same probe from its own outputs).
+  std::vector<AttentionFigure> draw_figures(const JudgeInput& input) override;
 
  private:
   CheckResult run_kind(const CheckSpec& spec) const;
