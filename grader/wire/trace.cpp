@@ -1,12 +1,30 @@
 #include "wire/trace.h"
 
+#include <map>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 #include <tuple>
 
 namespace grader::wire {
 namespace {
 
 const std::string kOpPrefix = "op:";
+// The trace's other fields, each under one key.
+const std::string kDeviceEvents = "device_events", kLargestOutput = "largest_output", kScopeWork = "scope_work";
+const std::string kHeapGrowth = "heap_growth", kStaticBytes = "static_bytes", kRecordingIntact = "recording_intact";
+const std::vector<std::string> kStringFields = {kDeviceEvents, kLargestOutput, kScopeWork};
+const std::vector<std::string> kIntFields = {kHeapGrowth, kStaticBytes, kRecordingIntact};
+
+// The operator counts among a record's integers: the keys with kOpPrefix, one
+// run in the sorted map.
+std::pair<std::map<std::string, int64_t>::const_iterator, std::map<std::string, int64_t>::const_iterator> op_keys(
+    const std::map<std::string, int64_t>& ints) {
+  auto begin = ints.lower_bound(kOpPrefix), end = begin;
+  while (end != ints.end() && end->first.compare(0, kOpPrefix.size(), kOpPrefix) == 0) ++end;
+  return {begin, end};
+}
 
 const char* kind_name(DeviceEvent::Kind kind) {
   switch (kind) {
@@ -116,45 +134,39 @@ bool DeviceEvent::operator==(const DeviceEvent& other) const {
 
 void put_trace(Record& response, const Trace& trace) {
   for (const auto& [name, count] : trace.op_counts) response.ints[kOpPrefix + name.substr(0, kMaxOpName)] += count;
-  response.strings["device_events"] = events_text(trace.device_events);
-  response.strings["largest_output"] = largest_text(trace.largest_output);
-  response.strings["scope_work"] = work_text(trace.scope_work);
-  response.ints["heap_growth"] = trace.heap_growth;
-  response.ints["static_bytes"] = trace.static_bytes;
-  response.ints["recording_intact"] = trace.recording_intact ? 1 : 0;
+  response.strings[kDeviceEvents] = events_text(trace.device_events);
+  response.strings[kLargestOutput] = largest_text(trace.largest_output);
+  response.strings[kScopeWork] = work_text(trace.scope_work);
+  response.ints[kHeapGrowth] = trace.heap_growth;
+  response.ints[kStaticBytes] = trace.static_bytes;
+  response.ints[kRecordingIntact] = trace.recording_intact ? 1 : 0;
 }
 
 Trace trace_of(const Record& response) {
   Trace trace;
-  for (auto it = response.ints.lower_bound(kOpPrefix); it != response.ints.end(); ++it) {
-    if (it->first.compare(0, kOpPrefix.size(), kOpPrefix) != 0) break;
+  const auto [begin, end] = op_keys(response.ints);
+  for (auto it = begin; it != end; ++it) {
     trace.op_counts[it->first.substr(kOpPrefix.size())] = static_cast<long>(it->second);
   }
-  trace.device_events = events_of(response.string_or("device_events", ""));
-  trace.largest_output = largest_of(response.string_or("largest_output", ""));
-  trace.scope_work = work_of(response.string_or("scope_work", ""));
-  trace.heap_growth = response.integer_or("heap_growth", 0);
-  trace.static_bytes = response.integer_or("static_bytes", 0);
-  trace.recording_intact = response.integer_or("recording_intact", 0) != 0;
+  trace.device_events = events_of(response.string_or(kDeviceEvents, ""));
+  trace.largest_output = largest_of(response.string_or(kLargestOutput, ""));
+  trace.scope_work = work_of(response.string_or(kScopeWork, ""));
+  trace.heap_growth = response.integer_or(kHeapGrowth, 0);
+  trace.static_bytes = response.integer_or(kStaticBytes, 0);
+  trace.recording_intact = response.integer_or(kRecordingIntact, 0) != 0;
   return trace;
 }
 
 std::optional<Trace> take_trace(Record& response) {
-  static const std::vector<std::string> kStrings = {"device_events", "largest_output", "scope_work"};
-  static const std::vector<std::string> kInts = {"heap_growth", "static_bytes", "recording_intact"};
-  const auto first_op = response.ints.lower_bound(kOpPrefix);
-  const bool ops = first_op != response.ints.end() && first_op->first.compare(0, kOpPrefix.size(), kOpPrefix) == 0;
-  bool any = ops;
-  for (const auto& key : kStrings) any = any || response.strings.count(key);
-  for (const auto& key : kInts) any = any || response.ints.count(key);
+  const auto ops = op_keys(response.ints);
+  bool any = ops.first != ops.second;
+  for (const auto& key : kStringFields) any = any || response.strings.count(key);
+  for (const auto& key : kIntFields) any = any || response.ints.count(key);
   if (!any) return std::nullopt;
   auto trace = trace_of(response);
-  for (const auto& key : kStrings) response.strings.erase(key);
-  for (const auto& key : kInts) response.ints.erase(key);  // (first_op may have been one of these)
-  const auto begin = response.ints.lower_bound(kOpPrefix);
-  auto end = begin;
-  while (end != response.ints.end() && end->first.compare(0, kOpPrefix.size(), kOpPrefix) == 0) ++end;
-  response.ints.erase(begin, end);
+  response.ints.erase(ops.first, ops.second);  // before the other keys: erasing those could not move these
+  for (const auto& key : kStringFields) response.strings.erase(key);
+  for (const auto& key : kIntFields) response.ints.erase(key);
   return trace;
 }
 
