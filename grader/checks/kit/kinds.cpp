@@ -26,6 +26,10 @@ const std::vector<KindInfo>& kinds() {
       {"dependence", &Kit::dependence, true,
        "redrawing each input, each parameter, and batch elements 1.. moves the output of cases[0] exactly "
        "where it moves the reference's (option focus.<input or parameter prefix>: its focus point)"},
+      {"causal_outputs", &Kit::causal_outputs, true,
+       "cases[0] run again with the later half of an input (option `input`, default the first) redrawn along "
+       "its positions: every output at an earlier position must stay exactly as it was (`says`: the advice "
+       "when one moves); measured only where the model repeats itself and its outputs are finite"},
       {"dropouts", &Kit::dropouts, false,
        "on cases[0], a Dropout is registered at each of `names` (comma-separated, {X} templates as "
        "parameters) with the p the constructor's argument `argument` (default dropout) was given"},
@@ -39,7 +43,7 @@ const std::vector<KindInfo>& kinds() {
        "(\"layers.{L}.dropout\"). The same twins localise an unexplained difference (point.<name>: the "
        "focus point of what that Dropout drops)"},
       {"device_placement", &Kit::device_placement, false,
-       "from the operator trace of every case: no tensor made inside forward on a fixed device (a factory "
+       "from the operator trace of every case (or of `cases`): no tensor made inside forward on a fixed device (a factory "
        "given no device) meets the input's data, nothing is read back to the host (.item()) or moved to "
        "the CPU; on a GPU also no device-mismatch error and every output on the GPU"},
       {"gpu_execution", &Kit::gpu_execution, false,

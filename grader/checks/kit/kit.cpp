@@ -164,12 +164,17 @@ std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   int64_t case_seed = static_cast<int64_t>(seed % 1000003);
   std::set<std::string> want_grad, want_repeat, want_masked, want_moved, want_train;
+  std::map<std::string, std::string> want_later;  // case -> the input a causal_outputs check redraws
   for (const auto& check : exercise_.checks) {
     for (const auto& id : check.cases) {
       if (check.kind == "gradients" || backward_kinds_.count(check.kind)) want_grad.insert(id);
       if (check.kind == "deterministic" || check.kind == "masked_values" || check.kind == "dependence")
         want_repeat.insert(id);
       if (check.kind == "dependence") want_moved.insert(id);
+      if (check.kind == "causal_outputs") {
+        want_repeat.insert(id);
+        want_later[id] = check.option("input", exercise_.signature.inputs.front().name);
+      }
       if (check.kind == "masked_values") want_masked.insert(id);
       if (check.kind == "dropout_in_training") want_train.insert(id);
     }
@@ -189,6 +194,11 @@ std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
       repeat.strings["describe"] += ", run again";
       repeat.ints["seed"] = case_seed++;
       cases.push_back(repeat);
+    }
+    if (auto later = want_later.find(spec.id); later != want_later.end()) {
+      auto twin = later_redrawn_twin(record, later->second, generator);
+      twin.ints["seed"] = case_seed++;
+      cases.push_back(std::move(twin));
     }
     if (want_train.count(spec.id)) {
       for (int run = 0; run < 2; ++run) {

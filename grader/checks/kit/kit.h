@@ -166,6 +166,10 @@ class Kit : public Suite {
   CheckResult masked_values(const CheckSpec& spec) const;
   CheckResult work_growth(const CheckSpec& spec) const;
   CheckResult dependence(const CheckSpec& spec) const;
+  CheckResult causal_outputs(const CheckSpec& spec) const;
+  // The twin of a causal_outputs case: the later half of `input` (along its
+  // positions, dimension 1) redrawn.
+  wire::Record later_redrawn_twin(const wire::Record& record, const std::string& input, at::Generator& generator) const;
   CheckResult dropouts(const CheckSpec& spec) const;
   CheckResult dropout_in_training(const CheckSpec& spec) const;
   CheckResult dropout_sites(const CheckSpec& spec) const;
@@ -264,6 +268,7 @@ class Kit : public Suite {
 // values at masked keys replaced.
 std::string repeat_case(const std::string& id);
 std::string masked_values_case(const std::string& id);
+std::string later_redrawn_case(const std::string& id);  // kinds/causal.cpp
 std::string probe_case(const std::string& which);
 std::string moved_case(const std::string& id, const std::string& what);
 std::string training_case(const std::string& id, int run);  // run 0 or 1

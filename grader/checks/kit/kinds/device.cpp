@@ -79,7 +79,10 @@ std::vector<Kit::DeviceProblem> Kit::gpu_device_problems() const {
 CheckResult Kit::device_placement(const CheckSpec& spec) const {
   // What the runner's device watch saw (wire/trace.h), first case of each.
   std::map<wire::DeviceEvent, std::string> first_seen;
+  // `cases`: only those (an exercise whose interface moves data to the host
+  // on purpose in other cases); otherwise every case.
   for (const auto& [id, run] : input_->cases) {
+    if (!spec.cases.empty() && std::find(spec.cases.begin(), spec.cases.end(), id) == spec.cases.end()) continue;
     for (const auto& event : run.trace().device_events) first_seen.emplace(event, run.describe());
   }
   auto short_op = [](std::string op) { return op.rfind("aten::", 0) == 0 ? op.substr(6) : op; };
