@@ -8,13 +8,18 @@
 #include <torch/nn/modules/transformerlayer.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
+#include <vector>
 #include <map>
 #include <tuple>
 
 #include "decoder_block_reference.h"
 #include "encoder_block_reference.h"
 #include "mini_encoder_reference.h"
+#include "mini_gpt_reference.h"
 #include "ffn_reference.h"
 #include "flash_attention.h"
 #include "grouped_query_attention.h"
@@ -819,3 +824,171 @@ TEST_F(Reference, KvCacheMistakeVariantsAreDistinguishable) {
 }
 
 }  // namespace
+
+// ---- the small GPT ---------------------------------------------------------
+
+// Parameters of a small GPT drawn at random, by the learner's names.
+reference::GptParameters gpt_parameters(int64_t v, int64_t m, int64_t d, int64_t layers) {
+  reference::GptParameters p;
+  p["tok_emb.weight"] = at::randn({v, d}, at::kDouble) * 0.5;
+  p["pos_emb.weight"] = at::randn({m, d}, at::kDouble) * 0.5;
+  auto put = [&](const std::string& name, std::vector<int64_t> shape) {
+    p[name] = at::randn(shape, at::kDouble) * 0.3;
+  };
+  for (int64_t l = 0; l < layers; ++l) {
+    const auto b = "blocks." + std::to_string(l) + ".";
+    for (const char* norm : {"ln1", "ln2"}) {
+      p[b + norm + ".weight"] = 1 + at::randn({d}, at::kDouble) * 0.1;
+      put(b + norm + ".bias", {d});
+    }
+    for (const char* proj : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+      put(b + "attn." + proj + ".weight", {d, d});
+      put(b + "attn." + proj + ".bias", {d});
+    }
+    put(b + "fc1.weight", {4 * d, d});
+    put(b + "fc1.bias", {4 * d});
+    put(b + "fc2.weight", {d, 4 * d});
+    put(b + "fc2.bias", {d});
+  }
+  p["ln_f.weight"] = 1 + at::randn({d}, at::kDouble) * 0.1;
+  p["ln_f.bias"] = at::randn({d}, at::kDouble) * 0.1;
+  return p;
+}
+
+// The same model from LibTorch's modules: Embedding, LayerNorm, Linear and
+// MultiheadAttention (its in_proj packing q, k and v; a float attn_mask it adds).
+at::Tensor gpt_by_modules(const at::Tensor& tokens, const reference::GptParameters& p, int64_t heads, int64_t layers) {
+  torch::NoGradGuard no_grad;
+  const int64_t t = tokens.size(1), d = p.at("tok_emb.weight").size(1);
+  auto norm = [&](const std::string& name, const at::Tensor& x) {
+    torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({d}));
+    ln->to(at::kDouble);
+    ln->weight.copy_(p.at(name + ".weight"));
+    ln->bias.copy_(p.at(name + ".bias"));
+    return ln(x);
+  };
+  auto linear = [&](const std::string& name, const at::Tensor& x) {
+    const auto& w = p.at(name + ".weight");
+    torch::nn::Linear layer(w.size(1), w.size(0));
+    layer->to(at::kDouble);
+    layer->weight.copy_(w);
+    layer->bias.copy_(p.at(name + ".bias"));
+    return layer(x);
+  };
+  torch::nn::Embedding tok(p.at("tok_emb.weight").size(0), d), pos(p.at("pos_emb.weight").size(0), d);
+  tok->to(at::kDouble);
+  pos->to(at::kDouble);
+  tok->weight.copy_(p.at("tok_emb.weight"));
+  pos->weight.copy_(p.at("pos_emb.weight"));
+  auto h = tok(tokens) + pos(at::arange(t, at::kLong));
+  auto future = at::full({t, t}, -INFINITY, at::kDouble).triu(1);
+  for (int64_t l = 0; l < layers; ++l) {
+    const auto b = "blocks." + std::to_string(l) + ".";
+    torch::nn::MultiheadAttention attention(torch::nn::MultiheadAttentionOptions(d, heads));
+    attention->to(at::kDouble);
+    attention->in_proj_weight.copy_(at::cat({p.at(b + "attn.q_proj.weight"), p.at(b + "attn.k_proj.weight"),
+                                             p.at(b + "attn.v_proj.weight")}));
+    attention->in_proj_bias.copy_(
+        at::cat({p.at(b + "attn.q_proj.bias"), p.at(b + "attn.k_proj.bias"), p.at(b + "attn.v_proj.bias")}));
+    attention->out_proj->weight.copy_(p.at(b + "attn.out_proj.weight"));
+    attention->out_proj->bias.copy_(p.at(b + "attn.out_proj.bias"));
+    auto x = norm(b + "ln1", h).transpose(0, 1);
+    h = h + std::get<0>(attention->forward(x, x, x, at::Tensor(), false, future)).transpose(0, 1);
+    h = h + linear(b + "fc2", torch::gelu(linear(b + "fc1", norm(b + "ln2", h))));
+  }
+  return at::matmul(norm("ln_f", h), p.at("tok_emb.weight").t());
+}
+
+TEST_F(Reference, GptLogitsEqualLibTorchModules) {
+  const auto p = gpt_parameters(11, 9, 8, 2);
+  const auto tokens = at::randint(11, {3, 7}, at::kLong);
+  expect_close(gpt_by_modules(tokens, p, 2, 2), reference::gpt_logits(tokens, p, {2, 2}));
+}
+
+TEST_F(Reference, GptLogitsAreCausalAndEveryVariantDiffers) {
+  const auto p = gpt_parameters(11, 9, 8, 2);
+  auto tokens = at::randint(11, {2, 8}, at::kLong);
+  const auto right = reference::gpt_logits(tokens, p, {2, 2});
+  auto changed = tokens.clone();
+  changed.narrow(1, 5, 3).fill_(3);
+  expect_close(right.narrow(1, 0, 5), reference::gpt_logits(changed, p, {2, 2}).narrow(1, 0, 5));
+  std::vector<std::function<void(reference::GptVariant&)>> bends = {
+      [](auto& v) { v.causal = false; },        [](auto& v) { v.pre_ln = false; },
+      [](auto& v) { v.final_norm = false; },    [](auto& v) { v.gelu_tanh = true; },
+      [](auto& v) { v.positions = false; },     [](auto& v) { v.scale_by_dim = true; },
+      [](auto& v) {
+        v.positions_restart = true;
+        v.first = 3;
+        v.step = 2;
+      }};
+  for (const auto& bend : bends) {
+    reference::GptVariant variant;
+    bend(variant);
+    EXPECT_GT((reference::gpt_logits(tokens, p, {2, 2}, variant) - right).abs().max().item<double>(), 1e-4);
+  }
+}
+
+// The sampler's rule written out row by row with the standard library.
+std::vector<double> probs_by_hand(std::vector<double> logits, double temperature, int64_t top_k, double top_p) {
+  const auto v = logits.size();
+  std::vector<size_t> order(v);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  std::vector<double> out(v, 0.0);
+  if (temperature == 0) {
+    out[order.front()] = 1;
+    return out;
+  }
+  for (auto& x : logits) x /= temperature;
+  size_t kept = (top_k > 0 && static_cast<size_t>(top_k) < v) ? static_cast<size_t>(top_k) : v;
+  auto softmax_over = [&](size_t n) {
+    std::vector<double> q(n);
+    double total = 0;
+    for (size_t i = 0; i < n; ++i) total += q[i] = std::exp(logits[order[i]] - logits[order[0]]);
+    for (auto& x : q) x /= total;
+    return q;
+  };
+  if (top_p < 1) {
+    auto q = softmax_over(kept);
+    double before = 0;
+    size_t n = 0;
+    while (n < kept && (n == 0 || before < top_p)) before += q[n++];
+    kept = n;
+  }
+  auto q = softmax_over(kept);
+  for (size_t i = 0; i < kept; ++i) out[order[i]] = q[i];
+  return out;
+}
+
+TEST_F(Reference, NextTokenProbsFollowTheRuleWrittenByHand) {
+  const auto logits = at::randn({5, 12}, at::kDouble) * 2;
+  for (auto [temperature, top_k, top_p] : std::vector<std::tuple<double, int64_t, double>>{
+           {0, 0, 1}, {1, 0, 1}, {0.5, 0, 1}, {1.7, 4, 1}, {1, 0, 0.6}, {0.8, 5, 0.7}, {1, 12, 0.95}, {1, 1, 0.5}}) {
+    auto got = reference::next_token_probs(logits, temperature, top_k, top_p);
+    for (int64_t row = 0; row < logits.size(0); ++row) {
+      auto r = logits[row].contiguous();
+      std::vector<double> values(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
+      auto want = probs_by_hand(values, temperature, top_k, top_p);
+      expect_close(at::tensor(want, at::kDouble), got[row]);
+    }
+  }
+}
+
+TEST_F(Reference, GenerationIsGreedyAtTemperatureZeroAndReproducibleBySeed) {
+  const auto p = gpt_parameters(13, 12, 8, 1);
+  const auto prompt = at::randint(13, {2, 3}, at::kLong);
+  reference::GenerationSettings greedy{12, 20, 0, 0, 1, 5};
+  auto tokens = reference::generate(prompt, p, {2, 1}, greedy);
+  ASSERT_EQ(tokens.size(1), 12);  // stops at max_len
+  for (int64_t i = 3; i < 12; ++i) {
+    auto logits = reference::gpt_logits(tokens.narrow(1, 0, i), p, {2, 1});
+    EXPECT_TRUE(at::equal(logits.select(1, i - 1).argmax(-1), tokens.select(1, i)));
+  }
+  // top_k 1 leaves one token: the same as greedy whatever the draw.
+  EXPECT_TRUE(at::equal(tokens, reference::generate(prompt, p, {2, 1}, {12, 20, 0.9, 1, 1, 7})));
+  reference::GenerationSettings sampled{12, 6, 1.3, 0, 1, 42};
+  auto a = reference::generate(prompt, p, {2, 1}, sampled), b = reference::generate(prompt, p, {2, 1}, sampled);
+  EXPECT_TRUE(at::equal(a, b));
+  sampled.seed = 43;
+  EXPECT_FALSE(at::equal(a, reference::generate(prompt, p, {2, 1}, sampled)));
+}
