@@ -2,7 +2,8 @@
 #
 # By convention: exercises/<id>/exercise.yaml, grader/checks/<id>/driver.cpp
 # (child side) and grader/checks/<id>/checks.cpp (parent side, defining
-# grader::<id>::make_suite; its helpers live in that namespace too, so the
+# grader::<id>::make_suite, with any other .cpp of the folder beside it; its
+# helpers live in that namespace too, so the
 # checks files can share a unity build). The registry that maps ids to suites is generated
 # from the list (grader/CMakeLists.txt), so nothing is registered by hand.
 #
@@ -22,7 +23,10 @@ function(grader_add_exercise id)
       message(FATAL_ERROR "exercise ${id}: ${file} is missing (every exercise has a driver.cpp and a checks.cpp)")
     endif()
   endforeach()
-  target_sources(grader_core PRIVATE ${ARG_CHECKS})
+  # checks.cpp may share its work with further parent-side files of the folder.
+  file(GLOB parent_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/grader/checks/${id}/*.cpp)
+  list(REMOVE_ITEM parent_sources ${ARG_DRIVER})
+  target_sources(grader_core PRIVATE ${parent_sources})
   set_property(GLOBAL APPEND PROPERTY GRADER_EXERCISES ${id})
 
   # The interface header named in exercise.yaml (precompiled for submissions).

@@ -20,31 +20,63 @@ at::Tensor gpt_linear(const at::Tensor& x, const GptParameters& p, const std::st
   return at::linear(x, p.at(name + ".weight"), p.at(name + ".bias"));
 }
 
+// For every token, where the cached call that fed it starts (0 for all
+// when the sequence is fed at once).
+at::Tensor gpt_call_starts(int64_t t, const GptVariant& variant) {
+  auto starts = at::zeros({t}, at::kLong);
+  if (variant.first <= 0) return starts;
+  for (int64_t begin = 0; begin < t;) {
+    const int64_t count = std::min(begin == 0 ? variant.first : variant.step, t - begin);
+    starts.narrow(0, begin, count).fill_(begin);
+    begin += count;
+  }
+  return starts;
+}
+
+// For every token, the last token of the call that fed it (T - 1 for all
+// when the sequence is fed at once).
+at::Tensor gpt_call_ends(int64_t t, const GptVariant& variant) {
+  auto ends = at::full({t}, t - 1, at::kLong);
+  if (variant.first <= 0) return ends;
+  for (int64_t begin = 0; begin < t;) {
+    const int64_t count = std::min(begin == 0 ? variant.first : variant.step, t - begin);
+    ends.narrow(0, begin, count).fill_(begin + count - 1);
+    begin += count;
+  }
+  return ends;
+}
+
+// The position of every token: 0..T-1, or from 0 again at each cached call.
+at::Tensor gpt_positions(int64_t t, const GptVariant& variant, const at::TensorOptions& options) {
+  auto positions = at::arange(t, options);
+  if (variant.positions_restart) positions = positions - gpt_call_starts(t, variant).to(options.device());
+  return positions;
+}
+
 at::Tensor gpt_attention(const at::Tensor& x, const GptParameters& p, const std::string& name, int64_t heads,
                      const GptVariant& variant) {
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
   auto split = [&](const at::Tensor& y) { return y.reshape({b, t, heads, hd}).transpose(1, 2); };
   auto q = split(gpt_linear(x, p, name + ".q_proj")), k = split(gpt_linear(x, p, name + ".k_proj")),
        v = split(gpt_linear(x, p, name + ".v_proj"));
-  auto scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(variant.scale_by_dim ? d : hd));
-  if (variant.causal) {
-    auto later = at::ones({t, t}, x.options().dtype(at::kBool)).triu(1);
-    scores = scores.masked_fill(later, kMinusInfinity);
+  auto scores = at::matmul(q, k.transpose(-2, -1));
+  if (!variant.unscaled) scores = scores / std::sqrt(static_cast<double>(variant.scale_by_dim ? d : hd));
+  const auto options = x.options().dtype(at::kLong);
+  auto query = at::arange(t, options).unsqueeze(1), key = at::arange(t, options).unsqueeze(0);
+  at::Tensor hidden;
+  if (!variant.causal) {
+    // No mask: each token sees the whole of its own call and what was cached
+    // before it (all of the sequence when it is fed at once).
+    hidden = key > gpt_call_ends(t, variant).unsqueeze(1);
+  } else if (variant.cached_mask_top_left) {
+    // Top-left within each cached call: query i of a call starting at s sees j <= i - s.
+    hidden = key > query - gpt_call_starts(t, variant).unsqueeze(1);
+  } else {
+    hidden = key > query;
   }
+  scores = scores.masked_fill(hidden, kMinusInfinity);
   auto context = at::matmul(at::softmax(scores, -1), v).transpose(1, 2).reshape({b, t, d});
   return gpt_linear(context, p, name + ".out_proj");
-}
-
-// The position of every token: 0..T-1, or from 0 again at each cached call.
-at::Tensor gpt_positions(int64_t t, const GptVariant& variant, const at::TensorOptions& options) {
-  if (!variant.positions_restart || variant.first <= 0) return at::arange(t, options);
-  std::vector<at::Tensor> parts;
-  for (int64_t begin = 0; begin < t;) {
-    const int64_t count = std::min(begin == 0 ? variant.first : variant.step, t - begin);
-    parts.push_back(at::arange(count, options));
-    begin += count;
-  }
-  return at::cat(parts);
 }
 
 }  // namespace
@@ -96,13 +128,12 @@ at::Tensor next_token_probs(const at::Tensor& logits, double temperature, int64_
     drop_sorted.select(-1, 0).fill_(false);  // the most probable token always stays
     return at::zeros_like(drop_sorted).scatter(-1, std::get<1>(sorted), drop_sorted);
   };
-  if (top_p < 1 && variant.top_p_before_temperature) {
-    scaled = scaled.masked_fill(outside_nucleus(logits), kMinusInfinity);
-  }
   if (top_p < 1 && variant.top_p_before_top_k) scaled = scaled.masked_fill(outside_nucleus(scaled), kMinusInfinity);
   keep_top_k(scaled);
-  if (top_p < 1 && !variant.top_p_before_temperature && !variant.top_p_before_top_k) {
-    scaled = scaled.masked_fill(outside_nucleus(scaled), kMinusInfinity);
+  if (top_p < 1 && !variant.top_p_before_top_k) {
+    // Before the temperature: the nucleus of the unscaled logits top-k left.
+    const auto basis = variant.top_p_before_temperature ? scaled * temperature : scaled;
+    scaled = scaled.masked_fill(outside_nucleus(basis), kMinusInfinity);
   }
   auto probs = at::softmax(scaled, -1);
   return variant.temperature_after_softmax ? probs / temperature : probs;

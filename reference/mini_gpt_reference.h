@@ -40,7 +40,11 @@ struct GptVariant {
   bool gelu_tanh = false;     // GELU's tanh approximation instead of the exact one
   bool positions = true;      // the learned positions are added
   bool scale_by_dim = false;  // scores divided by sqrt(D) instead of sqrt(head_dim)
-  // Cached decoding that places every call's tokens from position 0 (its
+  bool unscaled = false;      // scores never scaled
+  // Cached decoding whose causal mask ignores the cache: new token t of a call
+  // hides key j when j > t (its calls as below).
+  bool cached_mask_top_left = false;
+  // Cached decoding that places every call's tokens from position 0 (the
   // calls: `first` tokens, then `step` at a time; first 0: one call).
   bool positions_restart = false;
   int64_t first = 0, step = 0;
@@ -55,7 +59,7 @@ struct SamplerVariant {
   bool temperature_ignored = false;        // no temperature at all
   int64_t top_k_shift = 0;                 // keeps top_k + shift tokens
   bool top_p_drops_crossing = false;       // the token whose probability crosses top_p is dropped
-  bool top_p_before_temperature = false;   // the nucleus chosen on softmax(logits), before the temperature
+  bool top_p_before_temperature = false;   // the nucleus chosen on the unscaled logits (top-k applied), before the temperature
   bool top_p_before_top_k = false;         // the nucleus chosen on the whole distribution, then top-k
 };
 

@@ -916,6 +916,12 @@ TEST_F(Reference, GptLogitsAreCausalAndEveryVariantDiffers) {
       [](auto& v) { v.causal = false; },        [](auto& v) { v.pre_ln = false; },
       [](auto& v) { v.final_norm = false; },    [](auto& v) { v.gelu_tanh = true; },
       [](auto& v) { v.positions = false; },     [](auto& v) { v.scale_by_dim = true; },
+      [](auto& v) { v.unscaled = true; },
+      [](auto& v) {
+        v.cached_mask_top_left = true;
+        v.first = 3;
+        v.step = 2;
+      },
       [](auto& v) {
         v.positions_restart = true;
         v.first = 3;

@@ -253,7 +253,9 @@ std::optional<CheckResult> Kit::attribute_to_feature(const std::string& check) c
   std::set<std::string> failing, all;
   for (const auto& spec : cases_) {
     auto s = status(spec.id);
-    if (s == CaseStatus::unusable) return std::nullopt;
+    // A case that matches only loosely neither passes nor fails: with one,
+    // "fails exactly where the feature holds" cannot be told.
+    if (s == CaseStatus::unusable || s == CaseStatus::precision) return std::nullopt;
     all.insert(spec.id);
     if (s == CaseStatus::differs || s == CaseStatus::threw) failing.insert(spec.id);
   }
