@@ -106,7 +106,14 @@ TEST_P(SeedSweep, EveryFileKeepsItsLabelOnFiveSeeds) {
            << describe(missed) << "; labelled " << found->second.verdict << " " << describe(found->second.missed)
            << " (replay: ./grade " << exercise << " --seed " << seed << " --submission "
            << fs::relative(submission, kRoot).string() << ")";
-      // What its checks said, so that a difference seen once can be studied.
+      // What its checks said, so that a difference seen once can be studied;
+      // for a verdict no check gives (a compile error, a crash) the summary
+      // and what the compiler and the program printed.
+      line << "\n      summary: " << report.value("summary", "").substr(0, 300);
+      for (const char* stream : {"compiler_output", "stderr"}) {
+        const auto text = report.value(stream, "");
+        if (!text.empty()) line << "\n      " << stream << ": " << text.substr(0, 800);
+      }
       for (const auto& check : report["checks"]) {
         if (check.value("status", "") == "passed") continue;
         line << "\n      " << check.value("id", "") << " [" << check.value("status", "") << ", "
