@@ -9,6 +9,7 @@
 // Response: constructed, parameters (names and shapes), shared_parameters
 //   (one line "name other" for each parameter that is the very tensor of an
 //   earlier one: one module registered twice), missing_parameters,
+//   inputs_modified (the inputs a learner call changed in place, a line each),
 //   dropouts (path and p of every Dropout), dropout_p_missing, buffers (name, dtype after the
 //   module's .to(dtype), requires_grad, shape), <output> tensors,
 //   [grad.input.<name>, grad.param.<name>]
@@ -71,6 +72,36 @@ class Inputs {
   std::vector<std::pair<std::string, at::Tensor>> tensors_;
   std::vector<std::pair<std::string, int64_t>> arguments_;
   at::Tensor undefined_;
+};
+
+// What the inputs held before a learner call, to tell whether the call
+// changed one in place (x.sub_(mean) on the caller's tensor): the caller's
+// data must come back as it went in.
+class InputsKept {
+ public:
+  explicit InputsKept(const Inputs& inputs) {
+    for (const auto& [name, tensor] : inputs.all()) {
+      if (tensor.defined()) kept_.emplace_back(name, tensor.detach().clone());
+    }
+  }
+  // Writes the names of the inputs whose values changed ("inputs_modified",
+  // one per line), if any did.
+  void report_changes(const Inputs& inputs, wire::Record& response) const {
+    std::string changed;
+    for (const auto& [name, before] : kept_) {
+      const auto& now = inputs(name);
+      const bool same = now.defined() && now.sizes() == before.sizes() && now.scalar_type() == before.scalar_type() &&
+                        (before.is_floating_point()
+                             ? at::equal(at::nan_to_num(now.detach(), 0, 1, -1), at::nan_to_num(before, 0, 1, -1)) &&
+                                   at::equal(at::isnan(now.detach()), at::isnan(before))
+                             : at::equal(now.detach(), before));
+      if (!same) changed += name + '\n';
+    }
+    if (!changed.empty()) response.strings["inputs_modified"] = changed;
+  }
+
+ private:
+  std::vector<std::pair<std::string, at::Tensor>> kept_;
 };
 
 inline at::ScalarType case_dtype(const wire::Record& request) {
@@ -228,11 +259,13 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   if (!prepare_module(request, response, module)) return;
   const bool want_grad = request.has_tensor("grad_output");
   Inputs inputs(request, case_dtype(request), want_grad);
+  const InputsKept kept(inputs);
   Outputs outputs;
   {
     ForwardScope scope(request);
     outputs = outputs_of(output_names(request), forward(module, inputs));
   }
+  kept.report_changes(inputs, response);
   for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
   if (!want_grad) return;
   std::vector<std::pair<std::string, at::Tensor>> params;
@@ -271,10 +304,11 @@ void run_module_steps(const wire::Record& request, wire::Record& response, Make 
   TORCH_CHECK(request.string("kind") == "forward", "a multi-step case has no '", request.string("kind"), "' run");
   if (!prepare_module(request, response, module)) return;
   Inputs inputs(request, case_dtype(request), /*want_grad=*/false);
+  const InputsKept kept(inputs);
   Steps steps(request, response);
-  for (const auto& [name, tensor] : outputs_of(output_names(request), run(module, inputs, steps))) {
-    put_tensor(response, name, tensor);
-  }
+  const auto outputs = outputs_of(output_names(request), run(module, inputs, steps));
+  kept.report_changes(inputs, response);
+  for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
 }
 
 // The same for a free function: `call(inputs)` returns a tensor or a tuple.
@@ -287,11 +321,13 @@ void run_function_case(const wire::Record& request, wire::Record& response, Call
   }
   const bool want_grad = request.has_tensor("grad_output");
   Inputs inputs(request, case_dtype(request), want_grad);
+  const InputsKept kept(inputs);
   Outputs outputs;
   {
     ForwardScope scope(request);
     outputs = outputs_of(output_names(request), call(inputs));
   }
+  kept.report_changes(inputs, response);
   for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
   if (want_grad) backward_and_report(request, response, outputs, inputs, {});
 }

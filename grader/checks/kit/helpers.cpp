@@ -322,4 +322,14 @@ std::string unsupported_dtype(const std::string& name) {
   }
 }
 
+std::optional<std::string> modified_inputs(const CaseRun& run) {
+  const auto names = split_lines(run.response.string_or("inputs_modified", ""));
+  if (names.empty()) return std::nullopt;
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + ("'" + names[i] + "'");
+  }
+  return text;
+}
+
 }  // namespace grader::kit

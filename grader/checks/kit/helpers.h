@@ -36,5 +36,9 @@ struct NameTemplate {
   int64_t count = 0;
 };
 std::optional<NameTemplate> name_template(const std::string& name, const Dims& dims);
+// The inputs the learner's call changed in place, named ("'x'", "'x' and
+// 'mask'"), as the driver saw them (module_driver.h: InputsKept); nothing
+// when none changed.
+std::optional<std::string> modified_inputs(const CaseRun& run);
 
 }  // namespace grader::kit

@@ -181,6 +181,22 @@ CheckResult Kit::numerics(const CheckSpec& spec) const {
         }
       }
     }
+    // An input changed in place is a side effect the caller sees, whatever
+    // the outputs: counted against numerics (exact results for the caller).
+    if (auto modified = modified_inputs(run)) {
+      auto result = results_.fail(spec.id,
+                                  "your code changed its input " + *modified +
+                                      " in place: the caller's tensor must come back as it went in (compute x - "
+                                      "mean into a new tensor rather than x.sub_(mean); clone before an in-place "
+                                      "operation)",
+                                  {"input: " + run.describe()});
+      if (has_focus_point("numerics")) {
+        result.focus_point = "numerics";
+      } else {
+        result.blames_focus = false;
+      }
+      return result;
+    }
     if (status(id) != CaseStatus::matches) return explain(spec.id, id);
     // Matching within tolerance is not enough where the mask hides a key: its weight must be exactly 0.
     auto zero_in = spec.option("zero_where_masked");
