@@ -71,6 +71,8 @@ at::Tensor gpt_attention(const at::Tensor& x, const GptParameters& p, const std:
   } else if (variant.cached_mask_top_left) {
     // Top-left within each cached call: query i of a call starting at s sees j <= i - s.
     hidden = key > query - gpt_call_starts(t, variant).unsqueeze(1);
+  } else if (variant.diagonal_hidden) {
+    hidden = key >= query;  // the first position sees no key at all: NaN
   } else {
     hidden = key > query;
   }

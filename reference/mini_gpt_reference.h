@@ -41,6 +41,7 @@ struct GptVariant {
   bool positions = true;      // the learned positions are added
   bool scale_by_dim = false;  // scores divided by sqrt(D) instead of sqrt(head_dim)
   bool unscaled = false;      // scores never scaled
+  bool diagonal_hidden = false;  // each token hidden from its own key too (j >= i masked)
   // Cached decoding whose causal mask ignores the cache: new token t of a call
   // hides key j when j > t (its calls as below).
   bool cached_mask_top_left = false;

@@ -25,6 +25,7 @@ const std::map<std::string, std::function<void(reference::GptVariant&)>>& model_
       {"no_final_norm", [](auto& v) { v.final_norm = false; }},
       {"positions_restart", [](auto& v) { v.positions_restart = true; }},
       {"cached_mask_top_left", [](auto& v) { v.cached_mask_top_left = true; }},
+      {"diagonal_hidden", [](auto& v) { v.diagonal_hidden = true; }},
   };
   return table;
 }

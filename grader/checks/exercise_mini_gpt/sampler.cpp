@@ -160,6 +160,15 @@ void plan_sampler_cases(kit::Kit&, std::vector<wire::Record>& cases, at::Generat
         if (!p) continue;
         setting.top_p = *p;
       }
+      // Greedy: tied maxima, which the first index wins (as torch::argmax):
+      // row 0 repeats its maximum after it, row 1 before it.
+      if (feature.id == "greedy") {
+        for (int64_t row = 0; row < 2; ++row) {
+          const auto top = logits[row].argmax().item<int64_t>();
+          const auto twin = row == 0 ? (top + 1 + row * 3) % logits.size(1) : (top + logits.size(1) - 1) % logits.size(1);
+          logits[row][twin] = logits[row][top];
+        }
+      }
       if (tells_apart(logits, setting, feature.shows)) found.emplace(logits, setting);
     }
     if (!found) throw ConfigError("exercise_mini_gpt: no logits found that tell the sampler's mistakes apart for " + feature.id);
