@@ -78,12 +78,19 @@ std::string largest_text(const std::optional<LargestOutput>& largest) {
   return text;
 }
 
+// A count as a whole number: what a trace read from the wire holds can be
+// anything (negative, NaN, huge), and converting such a double is undefined.
+int64_t whole_count(double value) {
+  if (!(value > 0)) return 0;
+  return value >= 9.0e18 ? static_cast<int64_t>(9.0e18) : static_cast<int64_t>(value);
+}
+
 std::optional<LargestOutput> largest_of(const std::string& text) {
   std::istringstream in(text);
   LargestOutput largest;
   double bytes = 0;
   if (!(in >> bytes >> largest.op)) return std::nullopt;
-  largest.bytes = static_cast<int64_t>(bytes);
+  largest.bytes = whole_count(bytes);
   for (int64_t size = 0; in >> size;) largest.sizes.push_back(size);
   return largest;
 }
@@ -92,9 +99,8 @@ std::optional<LargestOutput> largest_of(const std::string& text) {
 std::string work_text(const std::vector<ScopeWork>& work) {
   std::string text;
   for (const auto& call : work) {
-    text += (text.empty() ? "" : " ") + std::to_string(static_cast<int64_t>(call.macs)) + "/" +
-            std::to_string(static_cast<int64_t>(call.elements)) + "/" +
-            std::to_string(static_cast<uint64_t>(call.computed));
+    text += (text.empty() ? "" : " ") + std::to_string(whole_count(call.macs)) + "/" +
+            std::to_string(whole_count(call.elements)) + "/" + std::to_string(whole_count(call.computed));
   }
   return text;
 }
