@@ -89,12 +89,12 @@ class InputsKept {
   void report_changes(const Inputs& inputs, wire::Record& response) const {
     std::string changed;
     for (const auto& [name, before] : kept_) {
-      const auto& now = inputs(name);
+      const auto now = inputs(name).defined() ? inputs(name).detach() : at::Tensor();
+      // Equal element by element, a NaN kept where it was counting as equal.
       const bool same = now.defined() && now.sizes() == before.sizes() && now.scalar_type() == before.scalar_type() &&
-                        (before.is_floating_point()
-                             ? at::equal(at::nan_to_num(now.detach(), 0, 1, -1), at::nan_to_num(before, 0, 1, -1)) &&
-                                   at::equal(at::isnan(now.detach()), at::isnan(before))
-                             : at::equal(now.detach(), before));
+                        (at::equal(now, before) ||
+                         (before.is_floating_point() &&
+                          ((now == before) | (at::isnan(now) & at::isnan(before))).all().item<bool>()));
       if (!same) changed += name + '\n';
     }
     if (!changed.empty()) response.strings["inputs_modified"] = changed;

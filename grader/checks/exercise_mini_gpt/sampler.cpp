@@ -165,7 +165,8 @@ void plan_sampler_cases(kit::Kit&, std::vector<wire::Record>& cases, at::Generat
       if (feature.id == "greedy") {
         for (int64_t row = 0; row < 2; ++row) {
           const auto top = logits[row].argmax().item<int64_t>();
-          const auto twin = row == 0 ? (top + 1 + row * 3) % logits.size(1) : (top + logits.size(1) - 1) % logits.size(1);
+          const auto vocab = logits.size(1);
+          const auto twin = row == 0 ? (top + 1) % vocab : (top + vocab - 1) % vocab;
           logits[row][twin] = logits[row][top];
         }
       }
