@@ -502,6 +502,7 @@ struct GradeInProgress {
   // What the grade keeps of how its runner ran: its output, and how it started.
   void keep_output(const ChildOutcome& outcome) {
     report.runner_forked = outcome.forked;
+    report.runner_waited_seconds = outcome.stalled_seconds;
     report.program_stdout = capped(outcome.stdout_text, kMaxShownOutput, outcome.stdout_truncated);
     report.program_stderr = capped(outcome.stderr_text, kMaxShownOutput, outcome.stderr_truncated);
   }

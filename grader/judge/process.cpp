@@ -23,6 +23,7 @@
 
 #include "base/errors.h"
 #include "judge/sandbox.h"
+#include "judge/stall.h"
 #include "judge/stop.h"
 #include "judge/zygote.h"
 
@@ -382,6 +383,15 @@ class ChildRun {
     }
     wall_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec_.limits.wall_seconds));
     deadline_ = start_ + wall_;
+    run_base_ = start_;
+    // The cgroup's threads (a sandboxed runner is bwrap's grandchild), else the
+    // child's own; and the thread that watches it, which a busy machine holds
+    // back too (it reads the results and sees the child end).
+    stall_.emplace([group = cgroup_.get(), pid = pid_] {
+      auto threads = group ? group->threads() : threads_of(pid);
+      threads.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
+      return threads;
+    });
     // A deferred request: nothing to write, and no wall clock, until it arrives.
     request_text_ = spec_.request;
     waiting_for_request_ = deferred_;
@@ -414,7 +424,9 @@ class ChildRun {
     }
     request_text_ = std::move(*text);
     if (request_text_.empty()) close_fd(request_.write);
-    deadline_ = Clock::now() + wall_;
+    run_base_ = Clock::now();
+    run_stall_base_ = stall_->seconds();
+    deadline_ = run_base_ + wall_;
     return true;
   }
 
@@ -432,17 +444,32 @@ class ChildRun {
       step_ = limit->step;
       step_deadline_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit->seconds));
       step_seconds_ = limit->seconds;
+      step_base_ = now;
+      step_stall_base_ = stall_->seconds();
     }
   }
 
   // Whether a limit stops the run now (the outcome says which).
+  // Whether `limit` seconds counted from `base` are spent by `now`. The time
+  // the child waited for a CPU since then (stall.h) is not its own: it moves
+  // `deadline` later instead, up to the wall-clock backstop.
+  bool spent(Clock::time_point now, Clock::time_point base, double stall_base, double limit,
+             Clock::time_point& deadline) {
+    if (now < deadline) return false;
+    const double allowed = wall_allowance(limit, stall_->seconds() - stall_base);
+    const auto moved = base + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(allowed));
+    if (moved <= now) return true;
+    deadline = moved;
+    return false;
+  }
+
   bool limit_reached(Clock::time_point now) {
-    if (now >= deadline_ && !waiting_for_request_) {
+    if (!waiting_for_request_ && spent(now, run_base_, run_stall_base_, spec_.limits.wall_seconds, deadline_)) {
       outcome_.timed_out = !reaped_;
       return true;
     }
     follow_steps(now);
-    if (now >= step_deadline_ && !reaped_) {
+    if (!reaped_ && step_ != kNoStep && spent(now, step_base_, step_stall_base_, step_seconds_, step_deadline_)) {
       outcome_.timed_out = true;
       outcome_.step_limit_seconds = step_seconds_;
       return true;
@@ -567,6 +594,7 @@ class ChildRun {
     // the grader's now, and dead: the cgroup is empty, the group killed.
     reap_orphans();
     outcome_.wall_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    outcome_.stalled_seconds = stall_->seconds();
   }
 
   // The wait status, as the outcome says it.
@@ -595,6 +623,9 @@ class ChildRun {
   Clock::time_point start_;
   Clock::duration wall_{};
   Clock::time_point deadline_;
+  Clock::time_point run_base_, step_base_;      // where the run's and the step's limits count from
+  double run_stall_base_ = 0, step_stall_base_ = 0;  // the meter's reading then
+  std::optional<StallMeter> stall_;
   std::string request_text_;
   size_t request_sent_ = 0;
   bool waiting_for_request_ = false;

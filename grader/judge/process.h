@@ -32,7 +32,8 @@ struct ChildLimits {
 
 // A limit on one step of a run (a case of a grade), read off the result
 // channel as it arrives (ChildSpec::step_limit): the step under way, a
-// number that grows, and the wall-clock seconds it may take from its start.
+// number that grows, and the seconds it may take from its start (wall-clock
+// seconds less those it waited for a CPU, stall.h).
 struct StepLimit {
   size_t step = 0;
   double seconds = 0;
@@ -50,6 +51,8 @@ struct ChildOutcome {
   std::string result;  // bytes from the private channel (fd 4 in the child)
   bool result_truncated = false;
   double wall_seconds = 0;
+  // Of which it waited for a CPU (stall.h): the load it saw; limits leave it out.
+  double stalled_seconds = 0;
   // From the cgroup, when the child ran in one (trusted: the child cannot change them).
   bool in_cgroup = false;
   double cpu_seconds = 0;

@@ -295,6 +295,15 @@ double Cgroup::cpu_seconds() const {
   return nanoseconds / 1e9;
 }
 
+std::vector<pid_t> Cgroup::threads() const {
+  std::vector<pid_t> out;
+  std::ifstream in(cpu_dir_ + (version_ == "v2" ? "/cgroup.threads" : "/tasks"));
+  for (long tid = 0; in >> tid;) {
+    if (tid > 0) out.push_back(static_cast<pid_t>(tid));
+  }
+  return out;
+}
+
 int Cgroup::oom_kills() const {
   if (version_ == "v2") return static_cast<int>(keyed_value(memory_dir_ + "/memory.events", "oom_kill"));
   return static_cast<int>(keyed_value(memory_dir_ + "/memory.oom_control", "oom_kill"));

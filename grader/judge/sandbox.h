@@ -54,6 +54,7 @@ class Cgroup {
   const std::string& version() const { return version_; }
 
   double cpu_seconds() const;    // CPU time of everything that ran in it
+  std::vector<pid_t> threads() const;  // the threads in it now
   int oom_kills() const;         // processes the kernel killed for memory
   int process_cap_hits() const;  // forks/clones refused by the process cap
   void kill_all();               // SIGKILL everything still in it, until empty

@@ -49,6 +49,7 @@ std::string render_json(const GradeReport& report) {
                     {"compile_cached", report.compile_cached},
                     {"compile_ahead", report.compile_ahead},
                     {"run_seconds", report.run_seconds},
+                    {"waited_for_cpu_seconds", report.runner_waited_seconds},
                     {"runner_forked", report.runner_forked},
                     {"total_seconds", report.total_seconds}};
   if (!report.compile_note.empty()) json["timing"]["compile_note"] = report.compile_note;

@@ -63,6 +63,8 @@ struct GradeReport {
   std::string compile_note;     // including all of LibTorch's API made the compile slow (compile_note.h)
   std::string sandbox;          // what isolated this grade (one line)
   double run_seconds = 0;
+  // Of the run, the time the runner waited for a CPU (a busy machine; judge/stall.h): limits leave it out.
+  double runner_waited_seconds = 0;
   bool runner_forked = false;  // the runner was forked from one that had loaded LibTorch (zygote.h)
   double total_seconds = 0;
   double max_score = 0;  // what a full answer earns here: the weights of the checks in the score (verdict.h)

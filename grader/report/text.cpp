@@ -137,6 +137,12 @@ std::string render_text(const GradeReport& report, bool color) {
                            report.run_seconds,
                            report.total_seconds)) +
          "\n";
+  // A busy machine stretches the run; the limits counted only the runner's own time.
+  if (report.runner_waited_seconds >= 0.5) {
+    out += p.dim(fmt::format("the machine was busy: the run waited {:.1f} s for a CPU (not counted against its limits)",
+                             report.runner_waited_seconds)) +
+           "\n";
+  }
   out += p.dim(report.device == "cuda" ? std::string("ran on the GPU (cuda): GPU-verified")
                                        : "not GPU-verified: " + report.no_gpu) +
          "\n";
