@@ -60,7 +60,13 @@ at::Tensor gpt_attention(const at::Tensor& x, const GptParameters& p, const std:
   auto q = split(gpt_linear(x, p, name + ".q_proj")), k = split(gpt_linear(x, p, name + ".k_proj")),
        v = split(gpt_linear(x, p, name + ".v_proj"));
   auto scores = at::matmul(q, k.transpose(-2, -1));
-  if (!variant.unscaled) scores = scores / std::sqrt(static_cast<double>(variant.scale_by_dim ? d : hd));
+  if (variant.float32_scale == 1) {
+    scores = scores * static_cast<double>(1.0f / std::sqrt(static_cast<float>(hd)));
+  } else if (variant.float32_scale == 2) {
+    scores = scores / static_cast<double>(std::sqrt(static_cast<float>(hd)));
+  } else if (!variant.unscaled) {
+    scores = scores / std::sqrt(static_cast<double>(variant.scale_by_dim ? d : hd));
+  }
   const auto options = x.options().dtype(at::kLong);
   auto query = at::arange(t, options).unsqueeze(1), key = at::arange(t, options).unsqueeze(0);
   at::Tensor hidden;

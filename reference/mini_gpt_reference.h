@@ -41,6 +41,8 @@ struct GptVariant {
   bool positions = true;      // the learned positions are added
   bool scale_by_dim = false;  // scores divided by sqrt(D) instead of sqrt(head_dim)
   bool unscaled = false;      // scores never scaled
+  // Tolerated: 1/sqrt(head_dim) rounded to float32 (1), or sqrt(head_dim) rounded and divided by (2).
+  int float32_scale = 0;
   bool diagonal_hidden = false;  // each token hidden from its own key too (j >= i masked)
   // Cached decoding whose causal mask ignores the cache: new token t of a call
   // hides key j when j > t (its calls as below).

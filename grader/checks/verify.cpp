@@ -362,6 +362,35 @@ Problems reference_reads_declared(const fs::path& root, const std::string& id) {
   return problems;
 }
 
+// Promises every statement makes, each exercised (issue 47): float64 cases
+// judged at float64 precision (unless a table the constructor builds in the
+// default dtype, a registered buffer, sets the precision), and a module run
+// as its constructor left it, with no .to(dtype).
+Problems contract_exercised(const fs::path& root, const std::string& id) {
+  Problems problems;
+  const auto exercise = load_exercise(root / "exercises" / id);
+  if (exercise.gpu_only()) return problems;
+  const bool float64_cases = std::any_of(exercise.cases.begin(), exercise.cases.end(), [](const CaseSpec& spec) {
+    return spec.trait("dtype", "float64") == "float64";
+  });
+  const bool buffer_table = std::any_of(exercise.checks.begin(), exercise.checks.end(), [](const CheckSpec& check) {
+    return check.kind == "registered_buffer" || !check.option("buffers").empty();
+  });
+  if (float64_cases && !buffer_table && exercise.tolerance("exact").rtol > 1e-8) {
+    problems.push_back("float64 cases pass at a tolerance float32 arithmetic meets: give tolerances.exact at float64 "
+                       "precision (rtol <= 1e-8)");
+  }
+  const bool module = !exercise.signature.constructor.empty() || !exercise.signature.parameters.empty();
+  const bool as_built = std::any_of(exercise.cases.begin(), exercise.cases.end(), [](const CaseSpec& spec) {
+    return spec.trait("module", "converted") == "as_built";
+  });
+  if (module && !as_built) {
+    problems.push_back("no case runs the module as its constructor left it (module: as_built): the output's dtype is "
+                       "only checked after .to(dtype)");
+  }
+  return problems;
+}
+
 }  // namespace
 
 std::vector<fs::path> corpus_files(const fs::path& root, const std::string& id, const std::string& kind) {
@@ -396,6 +425,9 @@ const std::vector<VerifyRule>& verify_rules() {
       {"odd_shapes_fail", "an output of another shape fails a check and never faults the grader", odd_shapes_fail},
       {"reference_reads_declared", "the reference reads exactly the parameters exercise.yaml declares",
        reference_reads_declared},
+      {"contract_exercised",
+       "float64 cases judged at float64 precision (tolerances.exact), and a module run as built (module: as_built)",
+       contract_exercised},
   };
   return rules;
 }

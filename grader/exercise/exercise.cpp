@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -360,6 +361,207 @@ void parse_kit_sections(const Reader& read, const YAML::Node& root, Exercise& ex
   }
 }
 
+// `limits:` compile and run, each with its seconds, CPU, memory, processes and output.
+void parse_limits(const Reader& read, const YAML::Node& root, Exercise& exercise) {
+  if (auto limits = root["limits"]) {
+    if (!limits.IsMap()) read.fail("'limits' must map compile/run to their limits");
+    for (const auto& entry : limits) {
+      auto step = entry.first.as<std::string>();
+      if (step != "compile" && step != "run") read.fail("'limits' has '" + step + "': only compile and run");
+      auto& into = step == "compile" ? exercise.limits.compile : exercise.limits.run;
+      const auto& node = entry.second;
+      if (!node.IsMap()) read.fail("'limits." + step + "' must be a mapping");
+      for (const auto& key : node) {
+        auto name = key.first.as<std::string>();
+        if (name != "seconds" && name != "cpu_seconds" && name != "memory_mb" && name != "processes" &&
+            name != "output_kb") {
+          read.fail("'limits." + step + "' has unknown '" + name +
+                    "' (known: seconds, cpu_seconds, memory_mb, processes, output_kb)");
+        }
+      }
+      bool cpu_given = static_cast<bool>(node["cpu_seconds"]);
+      into.seconds = read.number(node, "seconds", into.seconds);
+      into.cpu_seconds = cpu_given ? read.number(node, "cpu_seconds", into.cpu_seconds) : into.seconds;
+      into.memory_mb = read.number(node, "memory_mb", into.memory_mb);
+      into.processes = static_cast<int>(read.number(node, "processes", into.processes));
+      into.output_kb = read.number(node, "output_kb", into.output_kb);
+    }
+  }
+  for (const auto* step : {&exercise.limits.compile, &exercise.limits.run}) {
+    if (step->seconds <= 0 || step->cpu_seconds <= 0 || step->memory_mb < 64 || step->processes < 4 ||
+        step->output_kb < 1) {
+      read.fail("limits must be positive (memory_mb at least 64, processes at least 4)");
+    }
+  }
+
+}
+
+// `tolerances:` float32 and float64 (replays and explanations match at these),
+// `exact` (a float64 case passes only within it: float64 precision, which
+// float32 arithmetic cannot reach; the float64 entry where it is not given) and
+// a narrow dtype where a case runs in it.
+void read_tolerance(const Reader& read, const YAML::Node& root, Exercise& exercise, const std::string& dtype,
+                    const std::string& missing) {
+  auto entry = root["tolerances"][dtype];
+  if (!entry || !entry.IsMap()) read.fail(missing);
+  Tolerance tolerance{read.number(entry, "rtol", -1), read.number(entry, "atol", -1)};
+  if (tolerance.rtol < 0 || tolerance.atol < 0) read.fail("tolerance for " + dtype + " needs rtol and atol >= 0");
+  exercise.tolerances[dtype] = tolerance;
+}
+
+void parse_tolerances(const Reader& read, const YAML::Node& root, Exercise& exercise) {
+  auto tolerances = root["tolerances"];
+  if (!tolerances || !tolerances.IsMap()) read.fail("'tolerances' must map float32/float64 to {rtol, atol}");
+  for (const std::string dtype : {"float32", "float64"})
+    read_tolerance(read, root, exercise, dtype, "'tolerances' has no " + dtype + " entry");
+  if (tolerances["exact"]) {
+    read_tolerance(read, root, exercise, "exact", "'tolerances.exact' must be {rtol, atol}");
+    const auto& exact = exercise.tolerances.at("exact");
+    const auto& loose = exercise.tolerances.at("float64");
+    if (exact.rtol > loose.rtol || exact.atol > loose.atol)
+      read.fail("'tolerances.exact' must not be looser than 'tolerances.float64'");
+  } else {
+    exercise.tolerances["exact"] = exercise.tolerances.at("float64");
+  }
+}
+
+// `focus_points:` each its own, or `- shared: ID` from exercises/shared.yaml; their ids.
+std::set<std::string> parse_focus_points(const Reader& read, const YAML::Node& root, Exercise& exercise) {
+  const auto& dir = exercise.dir;
+  std::set<std::string> points;
+  for (const auto& node : read.list(root, "focus_points")) {
+    // `- shared: device_placement`: a focus point every exercise words the same
+    // way, defined once in exercises/shared.yaml.
+    if (node.IsMap() && node["shared"]) {
+      auto point = shared_focus_point(dir.parent_path() / "shared.yaml", read.text(node, "shared"));
+      if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");
+      exercise.focus_points.push_back(point);
+      continue;
+    }
+    FocusPoint point{read.text(node, "id"), read.text(node, "title"), read.text(node, "explanation"),
+                     read.texts(node, "hints", false)};
+    if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");
+    exercise.focus_points.push_back(point);
+  }
+  return points;
+}
+
+// One entry of `checks:` (its options: every key the kit does not read itself).
+CheckSpec parse_check(const Reader& read, const YAML::Node& node) {
+  CheckSpec spec;
+  spec.id = read.text(node, "id");
+  spec.focus_point = read.text(node, "focus_point");
+  spec.covers = read.texts(node, "covers", false);
+  spec.title = read.text(node, "title");
+  spec.kind = node["kind"] ? read.text(node, "kind") : spec.id;
+  spec.cases = read.texts(node, "cases", false);
+  if (node["weight"]) {
+    try {
+      spec.weight = node["weight"].as<double>();
+    } catch (const YAML::Exception&) {
+      spec.weight = -1;
+    }
+    if (!(spec.weight > 0) || !std::isfinite(spec.weight)) {
+      read.fail("check '" + spec.id + "': weight must be a positive number");
+    }
+  }
+  if (node["visibility"]) {
+    spec.visibility = node["visibility"].Scalar();
+    if (spec.visibility != "visible" && spec.visibility != "hidden" && spec.visibility != "after_due_date" &&
+        spec.visibility != "after_published") {
+      read.fail("check '" + spec.id + "': visibility must be visible, hidden, after_due_date or after_published");
+    }
+  }
+  if (node["informational"]) {
+    const auto flag = node["informational"].Scalar();
+    if (flag != "true" && flag != "false") read.fail("check '" + spec.id + "': informational must be true or false");
+    spec.informational = flag == "true";
+    if (spec.informational && node["weight"]) {
+      read.fail("check '" + spec.id + "': an informational check is outside the score, so it has no weight");
+    }
+    if (spec.informational) spec.weight = 0;
+  }
+  for (const auto& entry : node) {
+    auto key = entry.first.as<std::string>();
+    if (key == "id" || key == "focus_point" || key == "covers" || key == "title" || key == "kind" || key == "cases" ||
+        key == "weight" || key == "informational" || key == "visibility")
+      continue;
+    if (entry.second.IsScalar()) {
+      spec.options[key] = entry.second.Scalar();
+    } else if (entry.second.IsMap()) {
+      for (const auto& sub : entry.second) {
+        if (!sub.second.IsScalar()) read.fail("check '" + spec.id + "': '" + key + "' must hold scalars");
+        spec.options[key + "." + sub.first.as<std::string>()] = sub.second.Scalar();
+      }
+    } else {
+      read.fail("check '" + spec.id + "': '" + key + "' must be a scalar or a mapping");
+    }
+  }
+  return spec;
+}
+
+// `mistakes:` the known mistakes the reference replays; `tolerated:` variants of
+// the reference that are no mistake (a constant rounded to float32), which a
+// float64 case may match instead of the reference.
+void parse_mistakes(const Reader& read, const YAML::Node& root, Exercise& exercise,
+                    const std::function<void(const std::string&, const std::string&)>& known_point) {
+  std::set<std::string> mistake_ids;
+  if (root["mistakes"]) {
+    for (const auto& node : read.list(root, "mistakes")) {
+      Mistake mistake{read.text(node, "id"), read.text(node, "focus_point"), read.text(node, "title"),
+                      read.text(node, "explanation")};
+      if (!mistake_ids.insert(mistake.id).second) read.fail("mistake '" + mistake.id + "' is declared twice");
+      known_point(mistake.focus_point, "mistake '" + mistake.id + "'");
+      exercise.mistakes.push_back(mistake);
+    }
+  }
+  if (!root["tolerated"]) return;
+  for (const auto& node : read.list(root, "tolerated")) {
+    TolerableVariant variant{read.text(node, "id"), read.text(node, "title")};
+    if (!mistake_ids.insert(variant.id).second)
+      read.fail("'" + variant.id + "' is declared twice (mistakes, tolerated)");
+    exercise.tolerated.push_back(variant);
+  }
+}
+
+// `contract:` promises of the interface the kit turns into cases besides
+// those listed. `may_be_one: {dims, cases}`: each of these dims may be 1 (a
+// batch of one, one head): a twin of each listed case with the dim set to 1
+// (id <case>_<dim>1), judged by every check that judges its base case.
+void expand_contract(const Reader& read, const YAML::Node& root, Exercise& exercise) {
+  const auto node = root["contract"];
+  if (!node) return;
+  if (!node.IsMap()) read.fail("'contract' must be a mapping (may_be_one)");
+  for (const auto& entry : node) {
+    if (entry.first.as<std::string>() != "may_be_one")
+      read.fail("'contract." + entry.first.as<std::string>() + "' is not known (may_be_one)");
+  }
+  const auto one = node["may_be_one"];
+  if (!one.IsMap()) read.fail("'contract.may_be_one' must be a mapping (dims, cases)");
+  for (const auto& base_id : read.texts(one, "cases", true)) {
+    const auto base = std::find_if(exercise.cases.begin(), exercise.cases.end(),
+                                   [&](const CaseSpec& spec) { return spec.id == base_id; });
+    if (base == exercise.cases.end()) read.fail("'contract.may_be_one' names unknown case '" + base_id + "'");
+    const CaseSpec copy = *base;
+    for (const auto& dim : read.texts(one, "dims", true)) {
+      if (!copy.dims.count(dim)) read.fail("'contract.may_be_one': case '" + base_id + "' has no dim '" + dim + "'");
+      if (copy.dims.at(dim) == 1) continue;
+      CaseSpec twin = copy;
+      twin.id = base_id + "_" + dim + "1";
+      twin.dims[dim] = 1;
+      twin.traits["contract"] = dim + "1";  // features may name it: when: "contract == B1"
+      for (const auto& spec : exercise.cases) {
+        if (spec.id == twin.id) read.fail("'contract.may_be_one' makes case '" + twin.id + "', which is listed");
+      }
+      exercise.cases.push_back(twin);
+      for (auto& check : exercise.checks) {
+        if (std::find(check.cases.begin(), check.cases.end(), base_id) != check.cases.end())
+          check.cases.push_back(twin.id);
+      }
+    }
+  }
+}
+
 Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
   auto file = dir / "exercise.yaml";
   Reader read(file);
@@ -406,145 +608,34 @@ Exercise parse_exercise_yaml(const std::string& text, const fs::path& dir) {
   if (!fs::exists(dir / exercise.interface_header))
     read.fail("interface '" + exercise.interface_header + "' does not exist");
 
-  if (auto limits = root["limits"]) {
-    if (!limits.IsMap()) read.fail("'limits' must map compile/run to their limits");
-    for (const auto& entry : limits) {
-      auto step = entry.first.as<std::string>();
-      if (step != "compile" && step != "run") read.fail("'limits' has '" + step + "': only compile and run");
-      auto& into = step == "compile" ? exercise.limits.compile : exercise.limits.run;
-      const auto& node = entry.second;
-      if (!node.IsMap()) read.fail("'limits." + step + "' must be a mapping");
-      for (const auto& key : node) {
-        auto name = key.first.as<std::string>();
-        if (name != "seconds" && name != "cpu_seconds" && name != "memory_mb" && name != "processes" &&
-            name != "output_kb") {
-          read.fail("'limits." + step + "' has unknown '" + name +
-                    "' (known: seconds, cpu_seconds, memory_mb, processes, output_kb)");
-        }
-      }
-      bool cpu_given = static_cast<bool>(node["cpu_seconds"]);
-      into.seconds = read.number(node, "seconds", into.seconds);
-      into.cpu_seconds = cpu_given ? read.number(node, "cpu_seconds", into.cpu_seconds) : into.seconds;
-      into.memory_mb = read.number(node, "memory_mb", into.memory_mb);
-      into.processes = static_cast<int>(read.number(node, "processes", into.processes));
-      into.output_kb = read.number(node, "output_kb", into.output_kb);
-    }
-  }
-  for (const auto* step : {&exercise.limits.compile, &exercise.limits.run}) {
-    if (step->seconds <= 0 || step->cpu_seconds <= 0 || step->memory_mb < 64 || step->processes < 4 ||
-        step->output_kb < 1) {
-      read.fail("limits must be positive (memory_mb at least 64, processes at least 4)");
-    }
-  }
-
-  auto tolerances = root["tolerances"];
-  if (!tolerances || !tolerances.IsMap()) read.fail("'tolerances' must map float32/float64 to {rtol, atol}");
-  // The entry for `dtype`, or `missing` as the error.
-  auto read_tolerance = [&](const std::string& dtype, const std::string& missing) {
-    auto entry = tolerances[dtype];
-    if (!entry || !entry.IsMap()) read.fail(missing);
-    Tolerance tolerance{read.number(entry, "rtol", -1), read.number(entry, "atol", -1)};
-    if (tolerance.rtol < 0 || tolerance.atol < 0) read.fail("tolerance for " + dtype + " needs rtol and atol >= 0");
-    exercise.tolerances[dtype] = tolerance;
-  };
-  // float32 and float64 always; a narrow dtype where a case runs in it (read with the cases).
-  for (const std::string dtype : {"float32", "float64"})
-    read_tolerance(dtype, "'tolerances' has no " + dtype + " entry");
+  parse_limits(read, root, exercise);
+  parse_tolerances(read, root, exercise);
   exercise.forbidden_operators = read.texts(root, "forbidden_operators", false);
   exercise.forbidden_symbols = read.texts(root, "forbidden_symbols", false);
 
-  std::set<std::string> points;
-  for (const auto& node : read.list(root, "focus_points")) {
-    // `- shared: device_placement`: a focus point every exercise words the same
-    // way, defined once in exercises/shared.yaml.
-    if (node.IsMap() && node["shared"]) {
-      auto point = shared_focus_point(dir.parent_path() / "shared.yaml", read.text(node, "shared"));
-      if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");
-      exercise.focus_points.push_back(point);
-      continue;
-    }
-    FocusPoint point{read.text(node, "id"), read.text(node, "title"), read.text(node, "explanation"),
-                     read.texts(node, "hints", false)};
-    if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");
-    exercise.focus_points.push_back(point);
-  }
+
+  const auto points = parse_focus_points(read, root, exercise);
   auto known_point = [&](const std::string& id, const std::string& where) {
     if (!points.count(id)) read.fail(where + " names unknown focus point '" + id + "'");
   };
   std::set<std::string> check_ids;
   for (const auto& node : read.list(root, "checks")) {
-    CheckSpec spec;
-    spec.id = read.text(node, "id");
-    spec.focus_point = read.text(node, "focus_point");
-    spec.covers = read.texts(node, "covers", false);
-    spec.title = read.text(node, "title");
-    spec.kind = node["kind"] ? read.text(node, "kind") : spec.id;
-    spec.cases = read.texts(node, "cases", false);
-    if (node["weight"]) {
-      try {
-        spec.weight = node["weight"].as<double>();
-      } catch (const YAML::Exception&) {
-        spec.weight = -1;
-      }
-      if (!(spec.weight > 0) || !std::isfinite(spec.weight)) {
-        read.fail("check '" + spec.id + "': weight must be a positive number");
-      }
-    }
-    if (node["visibility"]) {
-      spec.visibility = node["visibility"].Scalar();
-      if (spec.visibility != "visible" && spec.visibility != "hidden" && spec.visibility != "after_due_date" &&
-          spec.visibility != "after_published") {
-        read.fail("check '" + spec.id + "': visibility must be visible, hidden, after_due_date or after_published");
-      }
-    }
-    if (node["informational"]) {
-      const auto flag = node["informational"].Scalar();
-      if (flag != "true" && flag != "false") read.fail("check '" + spec.id + "': informational must be true or false");
-      spec.informational = flag == "true";
-      if (spec.informational && node["weight"]) {
-        read.fail("check '" + spec.id + "': an informational check is outside the score, so it has no weight");
-      }
-      if (spec.informational) spec.weight = 0;
-    }
-    for (const auto& entry : node) {
-      auto key = entry.first.as<std::string>();
-      if (key == "id" || key == "focus_point" || key == "covers" || key == "title" || key == "kind" || key == "cases" ||
-          key == "weight" || key == "informational" || key == "visibility")
-        continue;
-      if (entry.second.IsScalar()) {
-        spec.options[key] = entry.second.Scalar();
-      } else if (entry.second.IsMap()) {
-        for (const auto& sub : entry.second) {
-          if (!sub.second.IsScalar()) read.fail("check '" + spec.id + "': '" + key + "' must hold scalars");
-          spec.options[key + "." + sub.first.as<std::string>()] = sub.second.Scalar();
-        }
-      } else {
-        read.fail("check '" + spec.id + "': '" + key + "' must be a scalar or a mapping");
-      }
-    }
+    auto spec = parse_check(read, node);
     if (!check_ids.insert(spec.id).second) read.fail("check '" + spec.id + "' is declared twice");
     known_point(spec.focus_point, "check '" + spec.id + "'");
     for (const auto& covered : spec.covers) known_point(covered, "check '" + spec.id + "'");
     exercise.checks.push_back(spec);
   }
-  std::set<std::string> mistake_ids;
-  if (root["mistakes"]) {
-    for (const auto& node : read.list(root, "mistakes")) {
-      Mistake mistake{read.text(node, "id"), read.text(node, "focus_point"), read.text(node, "title"),
-                      read.text(node, "explanation")};
-      if (!mistake_ids.insert(mistake.id).second) read.fail("mistake '" + mistake.id + "' is declared twice");
-      known_point(mistake.focus_point, "mistake '" + mistake.id + "'");
-      exercise.mistakes.push_back(mistake);
-    }
-  }
+  parse_mistakes(read, root, exercise, known_point);
   parse_kit_sections(read, root, exercise, points);
+  expand_contract(read, root, exercise);
   for (const auto& spec : exercise.cases) {
     auto dtype = spec.trait("dtype", "float64");
     if (dtype != "float32" && dtype != "float64" && dtype != "bfloat16" && dtype != "float16") {
       read.fail("case '" + spec.id + "': dtype '" + dtype + "' is not one of float64, float32, bfloat16, float16");
     }
     if (!exercise.tolerances.count(dtype)) {
-      read_tolerance(dtype, "case '" + spec.id + "' runs in " + dtype + ": 'tolerances' has no entry for it");
+      read_tolerance(read, root, exercise, dtype, "case '" + spec.id + "' runs in " + dtype + ": 'tolerances' has no entry for it");
     }
   }
   return exercise;

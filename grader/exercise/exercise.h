@@ -118,6 +118,14 @@ struct Isolation {
   std::vector<PartSpec> parts;
 };
 
+// A variant of the reference that is no mistake (`tolerated:`): a constant
+// rounded to float32, say. A float64 case matches when it matches the reference
+// or one of these at float64 precision (tolerances.exact).
+struct TolerableVariant {
+  std::string id;
+  std::string title;
+};
+
 struct Tolerance {
   double rtol = 0;
   double atol = 0;
@@ -159,12 +167,15 @@ struct Exercise {
   std::vector<std::string> learner_files;
   std::string interface_header;
   Limits limits;
-  std::map<std::string, Tolerance> tolerances;  // by dtype name: float32, float64 (and narrow ones cases use)
+  // By dtype name: float32, float64 (and narrow ones cases use), and `exact`:
+  // what a float64 case must meet to pass (float64's entry explains and replays).
+  std::map<std::string, Tolerance> tolerances;
   std::vector<std::string> forbidden_operators;
   std::vector<std::string> forbidden_symbols;
   std::vector<FocusPoint> focus_points;
   std::vector<CheckSpec> checks;
   std::vector<Mistake> mistakes;
+  std::vector<TolerableVariant> tolerated;
   Signature signature;
   std::vector<CaseSpec> cases;
   std::vector<FeatureSpec> features;

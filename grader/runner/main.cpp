@@ -247,6 +247,7 @@ int grader::run_submission(const char* submission_file, const std::string& shown
       trace.device_events = recorder.device_events();
       trace.largest_output = recorder.largest_output();
       trace.scope_work = recorder.scope_work();
+      trace.fill_values = recorder.fill_values();
       trace.heap_growth = grader::heap::take_growth();
       trace.static_bytes = static_bytes;
       trace.recording_intact = recorder.intact();

@@ -15,6 +15,7 @@
 //   [grad.input.<name>, grad.param.<name>]
 #pragma once
 
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
@@ -141,7 +142,8 @@ inline std::vector<std::string> output_names(const wire::Record& request) {
 // is not connected to the autograd graph).
 inline void backward_and_report(const wire::Record& request, wire::Record& response, const Outputs& outputs,
                                 const Inputs& inputs,
-                                const std::vector<std::pair<std::string, at::Tensor>>& parameters) {
+                                const std::vector<std::pair<std::string, at::Tensor>>& parameters,
+                                bool learners_backward = false) {
   const auto& [name, output] = outputs.front();
   const auto& grad_output = request.tensor("grad_output");
   // An output cut from the graph (a NoGradGuard in forward) has no gradients:
@@ -149,7 +151,18 @@ inline void backward_and_report(const wire::Record& request, wire::Record& respo
   if (!output.defined() || !output.requires_grad()) return;
   TORCH_CHECK(output.sizes() == grad_output.sizes(), "the ", name, " has shape ", output.sizes(), ", expected ",
               grad_output.sizes());
-  output.backward(grad_output.to(output.device(), output.scalar_type()));
+  if (learners_backward) {
+    // A backward the learner wrote (a custom autograd Function) is traced like
+    // forward: what it makes on a fixed device, reads back or calls is theirs.
+    // (torch::autograd::backward, not Tensor::backward: the latter is the
+    // operator aten::_backward, under which the learner's calls would sit a
+    // level deeper than the trace watches.)
+    const auto grad = grad_output.to(output.device(), output.scalar_type());
+    ForwardScope scope(request);
+    torch::autograd::backward({output}, {grad});
+  } else {
+    output.backward(grad_output.to(output.device(), output.scalar_type()));
+  }
   for (const auto& [key, tensor] : inputs.all()) {
     if (tensor.is_floating_point()) put_tensor(response, wire::key::grad_input(key), tensor.grad());
   }
@@ -210,7 +223,13 @@ bool prepare_module(const wire::Record& request, wire::Record& response, Module&
   }
   response.strings["dropouts"] = dropouts.str();
 
-  module->to(case_device(request), case_dtype(request));
+  // A case of the module as built (as_built) moves it to the device only: the
+  // dtypes its constructor chose stay, as in a user's code.
+  if (request.integer_or("as_built", 0) != 0) {
+    module->to(case_device(request));
+  } else {
+    module->to(case_device(request), case_dtype(request));
+  }
   std::string missing;
   auto parameters = module->named_parameters();
   for (const auto& [key, tensor] : request.tensors) {
@@ -313,7 +332,7 @@ void run_module_steps(const wire::Record& request, wire::Record& response, Make 
 
 // The same for a free function: `call(inputs)` returns a tensor or a tuple.
 template <typename Call>
-void run_function_case(const wire::Record& request, wire::Record& response, Call call) {
+void run_function_case(const wire::Record& request, wire::Record& response, Call call, bool learners_backward = false) {
   response.ints["constructed"] = 1;
   if (request.string("kind") == "speed") {
     return speed::time_forward(request, response,
@@ -329,7 +348,7 @@ void run_function_case(const wire::Record& request, wire::Record& response, Call
   }
   kept.report_changes(inputs, response);
   for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
-  if (want_grad) backward_and_report(request, response, outputs, inputs, {});
+  if (want_grad) backward_and_report(request, response, outputs, inputs, {}, learners_backward);
 }
 
 }  // namespace grader::driver

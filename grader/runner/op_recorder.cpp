@@ -4,6 +4,8 @@
 #include <ATen/record_function.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -28,6 +30,7 @@ at::CallbackHandle handle = 0;
 // move with an explicit device (.to(x.device())) ends it. Reading a value of
 // a tensor that follows the inputs (.item()) is a round trip to the host.
 std::string forward_marker;
+constexpr char kEngineNode[] = "autograd::engine::evaluate_function: ";
 bool in_forward = false;
 int depth = 0;
 // Keyed by storage: LibTorch's C++ factories wrap the operator's result in a
@@ -42,6 +45,7 @@ const void* storage_of(const at::Tensor& tensor) {
   return tensor.has_storage() ? static_cast<const void*>(tensor.storage().unsafeGetStorageImpl()) : nullptr;
 }
 std::set<wire::DeviceEvent> events;
+std::set<double> fills;  // finite masked_fill values (note_inputs)
 
 // The largest storage an operator returned inside the forward scope, at any
 // depth: the biggest single allocation of the forward (a view or an
@@ -170,6 +174,12 @@ const std::set<std::string>& factories() {
   return names;
 }
 
+// Operators that put a value given as a scalar into a tensor: masks filled, biases made.
+bool is_fill(const std::string& op) {
+  return op == "aten::masked_fill" || op == "aten::masked_fill_" || op == "aten::where" || op == "aten::full" ||
+         op == "aten::full_like" || op == "aten::fill_";
+}
+
 bool is_round_trip_read(const std::string& op) { return op == "aten::item" || op == "aten::_local_scalar_dense"; }
 bool is_move(const std::string& op) { return op == "aten::to" || op == "aten::_to_copy" || op == "aten::cpu"; }
 
@@ -203,6 +213,12 @@ void note_inputs(const at::RecordFunction& fn, OpContext& context) {
     if (value.isTensor()) note(value.toTensor());
     if (value.isTensorList()) {
       for (const auto& tensor : value.toTensorList()) note(tensor);
+    }
+  }
+  if (is_fill(context.op) && fills.size() < wire::kMaxFillValues) {
+    for (const auto& value : fn.inputs()) {
+      if (value.isDouble() && std::isfinite(value.toDouble())) fills.insert(value.toDouble());
+      if (value.isInt()) fills.insert(static_cast<double>(value.toInt()));
     }
   }
   if (!context.origin.empty() && other_tensor && !is_move(context.op)) {
@@ -251,6 +267,10 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     if (scope_entered) scope_entered();
     return context;
   }
+  // The autograd engine's record of a node it runs (a backward the learner
+  // wrote, traced under the scope: the driver's learners_backward) is no
+  // operator: what runs inside it is at the caller's depth.
+  if (in_forward && std::strncmp(fn.name(), kEngineNode, sizeof(kEngineNode) - 1) == 0) return nullptr;
   ++counts[fn.name()];
   if (in_forward) {
     context->op = fn.name();
@@ -307,6 +327,7 @@ void OpRecorder::start(const std::string& marker) {
   depth = 0;
   host_made.clear();
   events.clear();
+  fills.clear();
   largest = {};
   call_work.clear();
   recording = true;
@@ -338,6 +359,11 @@ std::vector<wire::ScopeWork> OpRecorder::scope_work() const {
                     static_cast<double>(static_cast<int64_t>(call.elements)), static_cast<double>(call.computed)});
   }
   return work;
+}
+
+std::vector<double> OpRecorder::fill_values() const {
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  return {fills.begin(), fills.end()};
 }
 
 void OpRecorder::on_scope(void (*entered)(), void (*left)()) {

@@ -1,5 +1,7 @@
 #include "wire/trace.h"
 
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
@@ -12,9 +14,10 @@ namespace {
 
 const std::string kOpPrefix = "op:";
 // The trace's other fields, each under one key.
-const std::string kDeviceEvents = "device_events", kLargestOutput = "largest_output", kScopeWork = "scope_work";
+const std::string kDeviceEvents = "device_events", kLargestOutput = "largest_output", kScopeWork = "scope_work",
+                  kFillValues = "fill_values";
 const std::string kHeapGrowth = "heap_growth", kStaticBytes = "static_bytes", kRecordingIntact = "recording_intact";
-const std::vector<std::string> kStringFields = {kDeviceEvents, kLargestOutput, kScopeWork};
+const std::vector<std::string> kStringFields = {kDeviceEvents, kLargestOutput, kScopeWork, kFillValues};
 const std::vector<std::string> kIntFields = {kHeapGrowth, kStaticBytes, kRecordingIntact};
 
 // The operator counts among a record's integers: the keys with kOpPrefix, one
@@ -126,6 +129,35 @@ std::vector<ScopeWork> work_of(const std::string& text) {
   return entries;
 }
 
+// Space-separated, each exact ("%.17g"); read back up to the first that is no
+// finite number, at most kMaxFillValues.
+std::string fills_text(const std::vector<double>& values) {
+  std::string text;
+  for (size_t i = 0; i < values.size() && i < kMaxFillValues; ++i) {
+    if (!std::isfinite(values[i])) continue;
+    char number[32];
+    std::snprintf(number, sizeof number, "%.17g", values[i]);
+    text += (text.empty() ? "" : " ") + std::string(number);
+  }
+  return text;
+}
+
+std::vector<double> fills_of(const std::string& text) {
+  std::vector<double> values;
+  std::istringstream in(text);
+  for (std::string item; values.size() < kMaxFillValues && in >> item;) {
+    try {
+      size_t used = 0;
+      const double value = std::stod(item, &used);
+      if (used != item.size() || !std::isfinite(value)) break;
+      values.push_back(value);
+    } catch (const std::exception&) {
+      break;
+    }
+  }
+  return values;
+}
+
 }  // namespace
 
 bool DeviceEvent::operator<(const DeviceEvent& other) const {
@@ -143,6 +175,7 @@ void put_trace(Record& response, const Trace& trace) {
   response.strings[kDeviceEvents] = events_text(trace.device_events);
   response.strings[kLargestOutput] = largest_text(trace.largest_output);
   response.strings[kScopeWork] = work_text(trace.scope_work);
+  response.strings[kFillValues] = fills_text(trace.fill_values);
   response.ints[kHeapGrowth] = trace.heap_growth;
   response.ints[kStaticBytes] = trace.static_bytes;
   response.ints[kRecordingIntact] = trace.recording_intact ? 1 : 0;
@@ -157,6 +190,7 @@ Trace trace_of(const Record& response) {
   trace.device_events = events_of(response.string_or(kDeviceEvents, ""));
   trace.largest_output = largest_of(response.string_or(kLargestOutput, ""));
   trace.scope_work = work_of(response.string_or(kScopeWork, ""));
+  trace.fill_values = fills_of(response.string_or(kFillValues, ""));
   trace.heap_growth = response.integer_or(kHeapGrowth, 0);
   trace.static_bytes = response.integer_or(kStaticBytes, 0);
   trace.recording_intact = response.integer_or(kRecordingIntact, 0) != 0;

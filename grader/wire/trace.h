@@ -46,6 +46,11 @@ struct Trace {
   std::vector<DeviceEvent> device_events;    // sorted, each once
   std::optional<LargestOutput> largest_output;
   std::vector<ScopeWork> scope_work;         // in call order
+  // The finite values learner code filled with (the scalar of masked_fill,
+  // where, full, fill_), each
+  // once, at most kMaxFillValues: a dtype-independent -1e9 cannot hold in
+  // float16, measured where float16 itself cannot run.
+  std::vector<double> fill_values;
   int64_t heap_growth = 0;                   // bytes the heap grew by inside forward (runner/heap.h)
   int64_t static_bytes = 0;                  // bytes of the learner library's static data
   bool recording_intact = false;             // operator recording still on at the end
@@ -53,6 +58,7 @@ struct Trace {
 
 // Operator names longer than this are cut (the wire caps keys).
 constexpr size_t kMaxOpName = 200;
+constexpr size_t kMaxFillValues = 8;
 
 // Writes `trace` into a case's response. Operator counts travel as integers
 // "op:<name>", length-prefixed like every wire field, so no name (a learner

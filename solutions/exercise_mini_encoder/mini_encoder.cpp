@@ -65,7 +65,10 @@ torch::Tensor MiniEncoderImpl::forward(const torch::Tensor& tokens, const torch:
   // are not drowned by the positional values (both are then of order 1); then the first
   // N rows of the table, broadcast over the batch.
   const double d_model = static_cast<double>(embedding->weight.size(1));
-  auto h = embedding->forward(tokens) * std::sqrt(d_model) + pe.narrow(0, 0, n).unsqueeze(0);
+  // The table is float64 (built once, precisely); a module used as built has
+  // float32 embeddings, so the rows follow the activations' dtype.
+  auto h = embedding->forward(tokens) * std::sqrt(d_model);
+  h = h + pe.narrow(0, 0, n).unsqueeze(0).to(h.scalar_type());
   h = dropout->forward(h);
 
   // Focus point `mask`: every layer must ignore the padded keys. Our mask is 1 for a real

@@ -38,6 +38,8 @@ const std::map<std::string, Bend>& bends() {
       {"mask_after_softmax", [](auto& v, const auto&) { v.sdpa.mask_stage = MaskStage::after_softmax; }},
       {"mask_filled_with_zero", [](auto& v, const auto&) { v.sdpa.mask_stage = MaskStage::fill_zero; }},
       {"no_scaling", [](auto& v, const auto&) { v.sdpa.scale = 1.0; }},
+      {"float32_scale", [](auto& v, const auto& d) { v.sdpa.scale = kit::float32_inverse_sqrt(d.at("d_k")); }},
+      {"float32_sqrt", [](auto& v, const auto& d) { v.sdpa.scale = kit::inverse_of_float32_sqrt(d.at("d_k")); }},
       {"scaled_by_dk", [](auto& v, const auto& d) { v.sdpa.scale = 1.0 / static_cast<double>(d.at("d_k")); }},
       {"softmax_over_queries", [](auto& v, const auto&) { v.sdpa.softmax_dim = -2; }},
       {"weights_before_softmax", [](auto& v, const auto&) { v.sdpa.weights_before_softmax = true; }},

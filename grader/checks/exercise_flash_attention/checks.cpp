@@ -29,6 +29,8 @@ const std::map<std::string, Bend>& bends() {
       {"causal_top_left", [](auto& v, double) { v.causal_top_left = true; }},
       {"causal_ignored", [](auto& v, double) { v.causal_ignored = true; }},
       {"no_scaling", [](auto& v, double) { v.scale = 1.0; }},
+      {"float32_scale", [](auto& v, double d) { v.scale = kit::float32_inverse_sqrt(d); }},
+      {"float32_sqrt", [](auto& v, double d) { v.scale = kit::inverse_of_float32_sqrt(d); }},
       {"scaled_by_d", [](auto& v, double d) { v.scale = 1.0 / d; }},
   };
   return table;
@@ -109,34 +111,35 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
     const double item = run.request.string_or("dtype", "float64") == "float32" ? 4 : 8;
     const double largest_given = bh * std::max({nq * dims.at("d"), nk * dims.at("d"), nk * dims.at("d_v"),
                                                 nq * dims.at("d_v"), nq * dims.at("block")});
-    const double allowed = 1.5 * largest_given * item, full = bh * nq * nk * item;
+    // Counted in elements, whatever their dtype: a bool (Nq, Nk) mask is the
+    // full matrix too, and float64 accumulators for float32 inputs are no
+    // larger a tensor. Elements by the shape, or by the bytes at 8 a piece
+    // where that is more (the shape may be a view of one head of the storage).
+    const double allowed = 1.5 * largest_given, full = bh * nq * nk * item;
+    const double elements = std::max(largest->elements, largest->bytes / 8.0);
     const auto line = fmt::format(
-        "{}: the largest tensor made during the call is {} ({} from {}); the full score matrix would be {} "
-        "(B*H*Nq*Nk = {:.0f} elements); allowed: {} (1.5 x the largest of the inputs, the output and one block "
-        "of scores for every query, B*H*Nq*block_size)",
-        run.describe(), bytes_text(largest->bytes), largest->shape, largest->op, bytes_text(full), bh * nq * nk,
-        bytes_text(allowed));
+        "{}: the largest tensor made during the call is {} ({} from {}, {:.0f} elements); the full score matrix "
+        "would be {:.0f} elements (B*H*Nq*Nk, {}); allowed: {:.0f} elements (1.5 x the largest of the inputs, the "
+        "output and one block of scores for every query, B*H*Nq*block_size)",
+        run.describe(), bytes_text(largest->bytes), largest->shape, largest->op, elements, bh * nq * nk,
+        bytes_text(full), allowed);
     evidence.push_back(line);
-    if (largest->bytes > allowed) {
-      // By elements, not bytes: a bool (Nq, Nk) mask is the full matrix too.
-      // Elements by the shape (a bool (Nq, Nk) mask is the full matrix too)
-      // or by the bytes (the shape may be a view of one head of the storage).
-      const double elements = std::max(largest->elements, largest->bytes / item);
-      return results.fail(spec.id, memory_finding(elements, bh, nq, nk, dims.at("block")), evidence);
-    }
+    if (elements > allowed) return results.fail(spec.id, memory_finding(elements, bh, nq, nk, dims.at("block")), evidence);
     // The allocator's view: every byte in use at once during the call (the
     // runner counts malloc and its family, and the code's static storage),
     // whoever allocated it, a buffer wrapped with from_blob included.
     const auto trace = run.trace();
     const double held = static_cast<double>(trace.heap_growth + trace.static_bytes);
-    const double given = bh * item *
+    // At 8 bytes an element whatever the inputs' dtype: float64 accumulators
+    // and blocks for float32 inputs are a precision choice, not the score matrix.
+    const double given = bh * 8 *
                          (nq * dims.at("d") + nk * dims.at("d") + nk * dims.at("d_v") + 2 * nq * dims.at("d_v") +
                           2 * nq * dims.at("block"));
     const double held_allowed = std::max(given + 128.0 * 1024.0, full / 2);
     evidence.push_back(fmt::format(
         "{}: memory held at once during the call, counted at the allocator (LibTorch's tensors and your own "
         "buffers alike, with your code's static storage): {}; allowed: {} (a copy of the inputs, the output twice, "
-        "two blocks of scores and 128 KiB, or half the full score matrix if that is more)",
+        "two blocks of scores, at 8 bytes an element, and 128 KiB, or half the full score matrix if that is more)",
         run.describe(), bytes_text(held), bytes_text(held_allowed)));
     if (held > held_allowed) {
       return results.fail(spec.id,

@@ -27,6 +27,8 @@ const std::map<std::string, Bend>& bends() {
   static const std::map<std::string, Bend> table = {
       {"kv_heads_tiled", [](auto& v, const Sizes&) { v.sharing = reference::KvSharing::tiled; }},
       {"no_scaling", [](auto& v, const Sizes&) { v.attention.scale = 1.0; }},
+      {"float32_scale", [](auto& v, const Sizes& s) { v.attention.scale = kit::float32_inverse_sqrt(s.head_dim); }},
+      {"float32_sqrt", [](auto& v, const Sizes& s) { v.attention.scale = kit::inverse_of_float32_sqrt(s.head_dim); }},
       {"scaled_by_dim", [](auto& v, const Sizes& s) { v.attention.scale = 1.0 / std::sqrt(s.dim); }},
       {"scaled_by_kv_width",
        [](auto& v, const Sizes& s) { v.attention.scale = 1.0 / std::sqrt(s.kv_heads * s.head_dim); }},

@@ -40,6 +40,8 @@ const std::map<std::string, Bend>& bends() {
       {"reset_ignored", [](auto& v, double, double) { v.reset_ignored = true; }},
       {"values_rotated", [](auto& v, double, double) { v.values_rotated = true; }},
       {"no_scaling", [](auto& v, double, double) { v.scale = 1.0; }},
+      {"float32_scale", [](auto& v, double dim, double heads) { v.scale = kit::float32_inverse_sqrt(dim / heads); }},
+      {"float32_sqrt", [](auto& v, double dim, double heads) { v.scale = kit::inverse_of_float32_sqrt(dim / heads); }},
       {"scaled_by_dim", [](auto& v, double dim, double) { v.scale = 1.0 / std::sqrt(dim); }},
       {"scaled_by_head_dim", [](auto& v, double dim, double heads) { v.scale = heads / dim; }},
       {"no_rope", [](auto& v, double, double) { v.no_rope = true; }},
@@ -392,6 +394,21 @@ CheckResult cache_contents(const kit::Kit& kit, const CheckSpec& spec) {
 // token; projecting a cached token again costs D^2 multiply-adds (or, written
 // element by element, D^2 elements) per projection. The allowances sit far
 // below one D x D projection per cached token (D = 64: 32 times attention).
+// The median second difference of `field` over consecutive one-token calls
+// (each one cached token further than the one before): 0 where the work grows
+// linearly with the cache, a constant > 0 where it grows with its square.
+double typical_second_difference(const std::vector<Call>& calls, double Call::*field) {
+  std::vector<double> seconds;
+  for (size_t i = 2; i < calls.size(); ++i) {
+    const auto &a = calls[i - 2], &b = calls[i - 1], &c = calls[i];
+    if (b.begin != a.begin + 1 || c.begin != b.begin + 1) continue;
+    seconds.push_back(c.*field - 2 * b.*field + a.*field);
+  }
+  if (seconds.empty()) return 0;
+  std::nth_element(seconds.begin(), seconds.begin() + static_cast<long>(seconds.size() / 2), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
 CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& results = kit.results();
   const auto& run = kit.input().at(spec.cases.at(0));
@@ -476,6 +493,23 @@ CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
                                           "element, so the cached tokens are processed again at every call"
                                         : "far more than appending to the cache and attending over it need"),
         evidence);
+  }
+  // Counted call by call, not fitted: work that grows with the square of the
+  // cache (an (S, S) mask of the whole sequence made and sliced at every
+  // call) hides under the slope allowance over a few dozen tokens, but its
+  // second difference between consecutive calls is a constant > 0, where a
+  // cache that grows linearly (or doubles a buffer now and then) gives 0.
+  if (const auto curvature = typical_second_difference(single, &Call::elements); curvature >= 1) {
+    evidence.push_back(fmt::format("the growth itself grows: the elements made by consecutive one-token calls differ "
+                                   "by {:.0f} more at each cached token (0 for work linear in the cache)",
+                                   curvature));
+    return results.fail(spec.id,
+                        fmt::format("a one-token call makes tensors whose size grows with the square of the cached "
+                                    "tokens (about {:.0f} x P^2 / 2 elements at P cached tokens): something the size "
+                                    "of (P, P), a causal mask of the whole sequence say, is made at every call; "
+                                    "a decoding step needs only its own row of it, or none",
+                                    curvature),
+                        evidence);
   }
   return results.pass(spec.id, fmt::format("a one-token call grows by {:.0f} multiply-adds and {:.0f} elements per "
                                            "cached token: only the attention over the cache grows",

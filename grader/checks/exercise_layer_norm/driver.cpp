@@ -11,5 +11,5 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
     const double eps = std::pow(10.0, -static_cast<double>(in.argument("eps_exponent")));
     if (in.argument("rms") != 0) return RMSNormFunction::apply(in("x"), in("weight"), eps);
     return LayerNormFunction::apply(in("x"), in("weight"), in("bias"), eps);
-  });
+  }, /*learners_backward=*/true);
 }

@@ -16,28 +16,32 @@ using reference::MhsaVariant;
 const reference::Projections kNames{"q_linear", "k_linear", "v_linear", "out_linear"};
 
 // Each replayable mistake of exercise.yaml, as a bend of the reference.
-const std::map<std::string, std::function<void(MhsaVariant&, double d_model)>>& bends() {
+const std::map<std::string, std::function<void(MhsaVariant&, double d_model, double head_dim)>>& bends() {
   using reference::HeadSplit;
   using reference::MaskStage;
-  static const std::map<std::string, std::function<void(MhsaVariant&, double)>> table = {
-      {"no_scaling", [](auto& v, double) { v.attention.scale = 1.0; }},
-      {"scaled_by_d_model", [](auto& v, double d) { v.attention.scale = 1.0 / std::sqrt(d); }},
-      {"softmax_over_queries", [](auto& v, double) { v.attention.softmax_dim = -2; }},
-      {"mask_inverted", [](auto& v, double) { v.attention.mask_stage = MaskStage::inverted; }},
-      {"mask_ignored", [](auto& v, double) { v.attention.mask_stage = MaskStage::ignored; }},
-      {"mask_filled_with_zero", [](auto& v, double) { v.attention.mask_stage = MaskStage::fill_zero; }},
-      {"mask_after_softmax", [](auto& v, double) { v.attention.mask_stage = MaskStage::after_softmax; }},
-      {"split_without_transpose", [](auto& v, double) { v.split = HeadSplit::no_transpose; }},
-      {"merge_without_transpose", [](auto& v, double) { v.merge_transposes = false; }},
-      {"no_output_projection", [](auto& v, double) { v.output_projection = false; }},
-      {"key_from_query_input", [](auto& v, double) { v.key_from_query_input = true; }},
+  static const std::map<std::string, std::function<void(MhsaVariant&, double, double)>> table = {
+      {"no_scaling", [](auto& v, double, double) { v.attention.scale = 1.0; }},
+      {"float32_scale", [](auto& v, double, double hd) { v.attention.scale = kit::float32_inverse_sqrt(hd); }},
+      {"float32_sqrt", [](auto& v, double, double hd) { v.attention.scale = kit::inverse_of_float32_sqrt(hd); }},
+      {"scaled_by_d_model", [](auto& v, double d, double) { v.attention.scale = 1.0 / std::sqrt(d); }},
+      {"softmax_over_queries", [](auto& v, double, double) { v.attention.softmax_dim = -2; }},
+      {"mask_inverted", [](auto& v, double, double) { v.attention.mask_stage = MaskStage::inverted; }},
+      {"mask_ignored", [](auto& v, double, double) { v.attention.mask_stage = MaskStage::ignored; }},
+      {"mask_filled_with_zero", [](auto& v, double, double) { v.attention.mask_stage = MaskStage::fill_zero; }},
+      {"mask_after_softmax", [](auto& v, double, double) { v.attention.mask_stage = MaskStage::after_softmax; }},
+      {"split_without_transpose", [](auto& v, double, double) { v.split = HeadSplit::no_transpose; }},
+      {"merge_without_transpose", [](auto& v, double, double) { v.merge_transposes = false; }},
+      {"no_output_projection", [](auto& v, double, double) { v.output_projection = false; }},
+      {"key_from_query_input", [](auto& v, double, double) { v.key_from_query_input = true; }},
   };
   return table;
 }
 
 kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
   MhsaVariant variant;
-  for (const auto& mistake : mistakes) bends().at(mistake)(variant, static_cast<double>(data.dims.at("D")));
+  for (const auto& mistake : mistakes)
+    bends().at(mistake)(variant, static_cast<double>(data.dims.at("D")),
+                        static_cast<double>(data.dims.at("D")) / static_cast<double>(data.dims.at("H")));
   auto mask = data.inputs.count("mask") ? data.inputs.at("mask") : at::Tensor();
   const auto& query = data.inputs.at("query");
   const auto& key = data.inputs.at("key");

@@ -22,6 +22,8 @@ const std::map<std::string, Bend>& bends() {
   using reference::HeadSplit;
   static const std::map<std::string, Bend> table = {
       {"no_scaling", [](auto& v, double, double) { v.attention.scale = 1.0; }},
+      {"float32_scale", [](auto& v, double, double hd) { v.attention.scale = kit::float32_inverse_sqrt(hd); }},
+      {"float32_sqrt", [](auto& v, double, double hd) { v.attention.scale = kit::inverse_of_float32_sqrt(hd); }},
       {"scaled_by_dim", [](auto& v, double dim, double) { v.attention.scale = 1.0 / std::sqrt(dim); }},
       {"scaled_by_head_dim", [](auto& v, double, double hd) { v.attention.scale = 1.0 / hd; }},
       {"scale_multiplied", [](auto& v, double, double hd) { v.attention.scale = std::sqrt(hd); }},

@@ -22,6 +22,8 @@ const std::map<std::string, std::function<void(reference::GptVariant&)>>& model_
       {"gelu_tanh", [](auto& v) { v.gelu_tanh = true; }},
       {"scaled_by_dim", [](auto& v) { v.scale_by_dim = true; }},
       {"no_scaling", [](auto& v) { v.unscaled = true; }},
+      {"float32_scale", [](auto& v) { v.float32_scale = 1; }},
+      {"float32_sqrt", [](auto& v) { v.float32_scale = 2; }},
       {"no_final_norm", [](auto& v) { v.final_norm = false; }},
       {"positions_restart", [](auto& v) { v.positions_restart = true; }},
       {"cached_mask_top_left", [](auto& v) { v.cached_mask_top_left = true; }},

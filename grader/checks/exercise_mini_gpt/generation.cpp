@@ -31,6 +31,15 @@ const std::map<std::string, std::function<void(reference::DrawVariant&)>>& draw_
 }
 
 std::string generation_case(const std::string& feature) { return "generate~" + feature; }
+
+// The cases at max_len's and max_new_tokens' boundaries, and what sets each
+// apart from greedy generation with room to spare.
+bool at_boundary(const std::string& feature) { return feature == "stop" || feature == "full" || feature == "none"; }
+std::string boundary_text(const std::string& feature) {
+  if (feature == "full") return "a prompt already max_len tokens long";
+  if (feature == "none") return "max_new_tokens = 0";
+  return "the room left before max_len";
+}
 const char* const kWorkCase = "generate~work";
 
 // Each feature's setting, the probs case whose distribution it draws from
@@ -49,6 +58,8 @@ const std::map<std::string, GenerationFeature>& generation_features() {
       {"top_k", {{1, 3, 1}, "top_k", "temperature"}},
       {"top_p", {{1, 0, 0.8}, "top_p", "temperature"}},
       {"stop", {{0, 0, 1}, "greedy", "greedy"}},
+      {"full", {{0, 0, 1}, "greedy", "greedy"}},
+      {"none", {{0, 0, 1}, "greedy", "greedy"}},
   };
   return table;
 }
@@ -158,7 +169,7 @@ CheckResult threw(const kit::Kit& kit, const CheckSpec& spec, const std::string&
       {"input: " + run.describe(),
        "the same model generates the reference's tokens on " + kit.input().at(generation_case(about.sibling)).describe() +
            ", which differs from this case only in " +
-           (feature == "stop" ? std::string("the room left before max_len") : setting_text(about.setting))});
+           (at_boundary(feature) ? boundary_text(feature) : setting_text(about.setting))});
   return result;
 }
 
@@ -175,6 +186,11 @@ void plan_generation_cases(kit::Kit& kit, std::vector<wire::Record>& cases, at::
     if (feature == "stop") {
       dims["N"] = dims["M"] - 2;  // asked for 6, room for 2
       count = 6;
+    } else if (feature == "full") {
+      dims["N"] = dims["M"];  // asked for 3, room for none
+      count = 3;
+    } else if (feature == "none") {
+      count = 0;
     }
     cases.push_back(generation_record(kit, generation_case(feature), dims, about.setting, {count}, generator, seed++));
   }
@@ -211,11 +227,14 @@ CheckResult generation(const kit::Kit& kit, const CheckSpec& spec) {
                          "followed by them, (B, P + n)",
                          evidence);
     }
-    if (feature == "stop" && outcome_of(kit, about.sibling) == Outcome::right) {
+    if (at_boundary(feature) && outcome_of(kit, about.sibling) == Outcome::right) {
       evidence.push_back("the same model generates the reference's tokens when max_len leaves room");
       return results.fail(spec.id,
-                          "asked for more tokens than max_len leaves room for, generate must return exactly max_len "
-                          "tokens per row: min(max_new_tokens, max_len - P) new ones",
+                          feature == "stop"
+                              ? "asked for more tokens than max_len leaves room for, generate must return exactly "
+                                "max_len tokens per row: min(max_new_tokens, max_len - P) new ones"
+                              : "with " + boundary_text(feature) + " generate adds no token: it returns the prompt "
+                                "unchanged (min(max_new_tokens, max_len - P) = 0 new ones)",
                           evidence);
     }
     return unexplained(kit, spec,
@@ -254,8 +273,12 @@ CheckResult generation(const kit::Kit& kit, const CheckSpec& spec) {
         return results.fail_with_mistake(spec.id, mistake, evidence);
       }
     }
+    // A draw mistake explains sampled tokens only where the loop itself is
+    // right (greedy generation gives the reference's tokens): otherwise a
+    // replay can match the loop's own mistake by chance on one seed.
+    const bool loop_right = outcome_of(kit, "greedy") == Outcome::right;
     for (const auto& [mistake, bend] : draw_bends()) {
-      if (!lists_mistake(kit, mistake)) continue;
+      if (!loop_right || !lists_mistake(kit, mistake)) continue;
       reference::DrawVariant variant;
       bend(variant);
       if (at::equal(tokens, expected_tokens(kit, run, {}, variant))) {

@@ -50,6 +50,8 @@ const std::vector<Feature>& features() {
       {"temperature", {0.6, 0, 1}, {"temperature_after_softmax", "temperature_ignored"}, {}, "greedy"},
       {"top_k", {1, 3, 1}, {"top_k_keeps_one_more", "top_k_keeps_one_fewer"}, {"temperature"}, "temperature"},
       {"top_k_all", {1, 15, 1}, {}, {"temperature"}, "top_k"},  // 15 >= V = 10: every token kept
+      // The k-th largest logit repeated in rows 0 and 1: both copies are kept.
+      {"top_k_tie", {1, 3, 1}, {}, {"temperature"}, "top_k"},
       {"top_p", {1, 0, 0}, {"top_p_drops_crossing"}, {"temperature"}, "temperature"},
       {"combined",
        {0.7, 6, 0},
@@ -99,6 +101,17 @@ bool tells_apart(const at::Tensor& logits, const Setting& s, const std::vector<s
     seen.push_back(bent);
   }
   return true;
+}
+
+// Where a temperature and top-p meet, the nucleus must depend on the
+// temperature: the tokens kept with it applied once differ from those kept
+// with it applied twice, so that a sampler that scales again before choosing
+// the nucleus shows on every seed.
+bool nucleus_follows_temperature(const at::Tensor& logits, const Setting& s) {
+  if (s.temperature == 0 || s.temperature == 1 || s.top_p >= 1) return true;
+  const auto once = reference::next_token_probs(logits, s.temperature, s.top_k, s.top_p);
+  const auto twice = reference::next_token_probs(logits / s.temperature, s.temperature, s.top_k, s.top_p);
+  return !at::equal(once > 0, twice > 0);
 }
 
 wire::Record probs_record(const std::string& feature, const at::Tensor& logits, const Setting& s, int64_t seed) {
@@ -170,7 +183,14 @@ void plan_sampler_cases(kit::Kit&, std::vector<wire::Record>& cases, at::Generat
           logits[row][twin] = logits[row][top];
         }
       }
-      if (tells_apart(logits, setting, feature.shows)) found.emplace(logits, setting);
+      if (feature.id == "top_k_tie") {
+        for (int64_t row = 0; row < 2; ++row) {
+          const auto order = std::get<1>(logits[row].sort(0, true));
+          logits[row][order[3]] = logits[row][order[2]];  // the 4th largest equals the 3rd
+        }
+      }
+      if (tells_apart(logits, setting, feature.shows) && nucleus_follows_temperature(logits, setting))
+        found.emplace(logits, setting);
     }
     if (!found) throw ConfigError("exercise_mini_gpt: no logits found that tell the sampler's mistakes apart for " + feature.id);
     cases.push_back(probs_record(feature.id, found->first, found->second, seed++));
@@ -276,6 +296,12 @@ CheckResult sampler_probs(const kit::Kit& kit, const CheckSpec& spec) {
         "your probabilities do not sum to 1 in every row: return a distribution (the softmax of the filtered logits, "
         "or filtered probabilities renormalised)",
         evidence));
+  }
+  if (feature.id == "top_k_tie" && probs_match(kit, "top_k")) {
+    return results.fail(spec.id,
+                        "where the k-th largest logit is tied, keep every logit >= the k-th (the statement's rule), "
+                        "not exactly k indices as topk() returns them: compare with the k-th value instead",
+                        evidence);
   }
   if (at::equal(probs > 0, want > 0)) {
     return consequence(results.fail(spec.id,

@@ -23,28 +23,31 @@
 namespace grader::exercise_rope {
 namespace {
 
-using Bend = std::function<void(reference::RopeAttentionVariant&)>;
+using Bend = std::function<void(reference::RopeAttentionVariant&, double head_dim)>;
 
 const std::map<std::string, Bend>& bends() {
   static const std::map<std::string, Bend> table = {
-      {"interleaved_pairs", [](auto& v) { v.rope.interleaved = true; }},
-      {"rotation_reversed", [](auto& v) { v.rope.reversed = true; }},
-      {"sin_cos_swapped", [](auto& v) { v.rope.sin_cos_swapped = true; }},
-      {"exponent_without_2", [](auto& v) { v.rope.exponent = 1.0; }},
-      {"positions_from_one", [](auto& v) { v.rope.position_shift = 1; }},
-      {"offset_ignored", [](auto& v) { v.rope.offset_ignored = true; }},
-      {"query_offset_for_keys", [](auto& v) { v.query_offset_for_keys = true; }},
-      {"value_rotated", [](auto& v) { v.value_rotated = true; }},
-      {"not_rotated", [](auto& v) { v.not_rotated = true; }},
-      {"no_scaling", [](auto& v) { v.sdpa.scale = 1.0; }},
-      {"softmax_over_queries", [](auto& v) { v.sdpa.softmax_dim = -2; }},
+      {"interleaved_pairs", [](auto& v, double) { v.rope.interleaved = true; }},
+      {"rotation_reversed", [](auto& v, double) { v.rope.reversed = true; }},
+      {"sin_cos_swapped", [](auto& v, double) { v.rope.sin_cos_swapped = true; }},
+      {"exponent_without_2", [](auto& v, double) { v.rope.exponent = 1.0; }},
+      {"positions_from_one", [](auto& v, double) { v.rope.position_shift = 1; }},
+      {"offset_ignored", [](auto& v, double) { v.rope.offset_ignored = true; }},
+      {"query_offset_for_keys", [](auto& v, double) { v.query_offset_for_keys = true; }},
+      {"value_rotated", [](auto& v, double) { v.value_rotated = true; }},
+      {"not_rotated", [](auto& v, double) { v.not_rotated = true; }},
+      {"no_scaling", [](auto& v, double) { v.sdpa.scale = 1.0; }},
+      {"float32_scale", [](auto& v, double d) { v.sdpa.scale = kit::float32_inverse_sqrt(d); }},
+      {"float32_sqrt", [](auto& v, double d) { v.sdpa.scale = kit::inverse_of_float32_sqrt(d); }},
+      {"softmax_over_queries", [](auto& v, double) { v.sdpa.softmax_dim = -2; }},
   };
   return table;
 }
 
 kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
   reference::RopeAttentionVariant variant;
-  for (const auto& mistake : mistakes) bends().at(mistake)(variant);
+  for (const auto& mistake : mistakes)
+    bends().at(mistake)(variant, static_cast<double>(data.inputs.at("query").size(-1)));
   const auto query_offset = data.dims.at("query_offset"), key_offset = data.dims.at("key_offset");
   const auto &query = data.inputs.at("query"), &key = data.inputs.at("key");
   // value_rotated has no replay where value has no pairs to turn.

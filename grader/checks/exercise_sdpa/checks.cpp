@@ -23,6 +23,8 @@ const std::map<std::string, Bend>& bends() {
   using reference::MaskStage;
   static const std::map<std::string, Bend> table = {
       {"no_scaling", [](auto& v, const auto&) { v.scale = 1.0; }},
+      {"float32_scale", [](auto& v, const auto& d) { v.scale = kit::float32_inverse_sqrt(d.at("d_k")); }},
+      {"float32_sqrt", [](auto& v, const auto& d) { v.scale = kit::inverse_of_float32_sqrt(d.at("d_k")); }},
       {"scaled_by_dk", [](auto& v, const auto& d) { v.scale = 1.0 / static_cast<double>(d.at("d_k")); }},
       {"scaled_by_seq_len", [](auto& v, const auto& d) { v.scale = 1.0 / sqrt_of(d, "Nq"); }},
       {"scaled_by_value_dim", [](auto& v, const auto& d) { v.scale = 1.0 / sqrt_of(d, "d_v"); }},

@@ -88,7 +88,15 @@ std::string mask_text(const CaseSpec& spec, const TensorSpec& input) {
 
 std::vector<int64_t> shape_of(const TensorSpec& spec, const Dims& dims) {
   std::vector<int64_t> shape;
-  for (const auto& dim : spec.shape) shape.push_back(evaluate_dim(dim, dims));
+  for (const auto& dim : spec.shape) {
+    // "?A": a leading dimension the interface allows but does not require
+    // ((..., D)); a case that gives no A has a tensor without that axis.
+    if (!dim.empty() && dim.front() == '?') {
+      if (dims.count(dim.substr(1))) shape.push_back(evaluate_dim(dim.substr(1), dims));
+      continue;
+    }
+    shape.push_back(evaluate_dim(dim, dims));
+  }
   return shape;
 }
 
@@ -233,6 +241,9 @@ std::string masked_values_case(const std::string& id) { return id + "~masked_val
 std::string probe_case(const std::string& which) { return "probe~" + which; }
 std::string moved_case(const std::string& id, const std::string& what) { return id + "~moved." + what; }
 std::string training_case(const std::string& id, int run) { return id + (run == 0 ? "~train" : "~train_again"); }
+double float32_inverse_sqrt(double d) { return static_cast<double>(1.0f / std::sqrt(static_cast<float>(d))); }
+double inverse_of_float32_sqrt(double d) { return 1.0 / static_cast<double>(std::sqrt(static_cast<float>(d))); }
+
 std::optional<int64_t> unique_closest(std::vector<std::pair<double, int64_t>> errors, double tolerance) {
   std::sort(errors.begin(), errors.end());
   if (errors.empty() || errors[0].first > tolerance) return std::nullopt;

@@ -46,6 +46,10 @@ const std::vector<KindInfo>& kinds() {
        "from the operator trace of every case (or of `cases`): no tensor made inside forward on a fixed device (a factory "
        "given no device) meets the input's data, nothing is read back to the host (.item()) or moved to "
        "the CPU; on a GPU also no device-mismatch error and every output on the GPU"},
+      {"fill_fits", &Kit::fill_fits, false,
+       "from the operator trace of every case: the finite value masked scores are filled with fits `dtype` "
+       "(float16 or bfloat16), judged where that dtype cannot run: a constant the same in every dtype's "
+       "cases fails when larger; a value that follows the dtype is not assessed"},
       {"gpu_execution", &Kit::gpu_execution, false,
        "the cases ran on the GPU with outputs there; skipped with the reason where the grade runs on the "
        "CPU (never passed)"},

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -23,6 +24,15 @@ namespace grader::kit {
 
 Kit::Kit(const Exercise& exercise, Reference reference, std::vector<std::string> replayable)
     : exercise_(exercise), results_(exercise), reference_(std::move(reference)), replayable_(std::move(replayable)) {
+  // The reference's bends are its known mistakes and its tolerated variants;
+  // only mistakes are replayed as explanations.
+  for (const auto& variant : exercise_.tolerated) {
+    auto found = std::find(replayable_.begin(), replayable_.end(), variant.id);
+    if (found == replayable_.end())
+      throw GraderFault("exercise " + exercise_.id + ": the reference cannot replay tolerated variant '" +
+                        variant.id + "'");
+    replayable_.erase(found);
+  }
   for (const auto& id : replayable_) exercise_.mistake(id);  // throws for an undeclared one
   // The runner links the same LibTorch as this process: a dtype its CPU
   // kernels lack here is lacking there too, and its cases are not planned.
@@ -99,6 +109,10 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
   record.strings["dtype"] = spec.trait("dtype", "float64");
   record.ints["seed"] = seed;
   record.ints["train"] = spec.trait("mode", "eval") == "train" ? 1 : 0;
+  // `module: as_built`: the module as its constructor left it, moved to the
+  // case's device but never converted with .to(dtype), as a user's code runs
+  // it: its outputs must still follow the inputs' dtype.
+  if (spec.trait("module", "converted") == "as_built") record.ints["as_built"] = 1;
   std::string outputs, describe;
   for (const auto& output : sig.outputs) outputs += output.name + "\n";
   record.strings["outputs"] = outputs;
@@ -134,8 +148,13 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
   }
   describe += " " + record.strings["dtype"] + " " + spec.trait("mode", "eval");
   for (const auto& [name, value] : spec.traits) {
-    if (name != "dtype" && name != "mode" && name != "mask" && name != "mask_dtype" && name != "expect")
+    if (name == "contract") {
+      describe += " (" + value.substr(0, value.size() - 1) + " = 1, which the interface allows)";
+    } else if (name == "module" && value == "as_built") {
+      describe += ", the module as constructed (no .to(dtype))";
+    } else if (name != "dtype" && name != "mode" && name != "mask" && name != "mask_dtype" && name != "expect") {
       describe += " " + name + "=" + value;
+    }
   }
   for (const auto& input : sig.inputs) {
     if (input.kind == "attention_mask") describe += ", " + mask_text(spec, input);
@@ -144,7 +163,8 @@ wire::Record Kit::make_case(const CaseSpec& spec, at::Generator& generator, int6
   return record;
 }
 
-std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
+// Every check's kind is known, its cases fit it, and its probe exists.
+void Kit::validate_checks() const {
   for (const auto& check : exercise_.checks) {
     if (!custom_.count(check.kind) && !find_kind(check.kind)) {
       throw ConfigError((exercise_.dir / "exercise.yaml").string() + ": check '" + check.id + "' has kind '" +
@@ -161,93 +181,65 @@ std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
       throw ConfigError("check '" + check.id + "' needs an attention probe, and the exercise defines none");
     }
   }
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-  int64_t case_seed = static_cast<int64_t>(seed % 1000003);
-  std::set<std::string> want_grad, want_repeat, want_masked, want_moved, want_train;
-  std::map<std::string, std::string> want_later;  // case -> the input a causal_outputs check redraws
+}
+
+// Which planned cases each kind of check needs twins of (a backward, a
+// repeat, a redrawn later half, ...).
+Kit::CaseWants Kit::case_wants() const {
+  CaseWants w;
   for (const auto& check : exercise_.checks) {
     for (const auto& id : check.cases) {
-      if (check.kind == "gradients" || backward_kinds_.count(check.kind)) want_grad.insert(id);
+      if (check.kind == "gradients" || backward_kinds_.count(check.kind)) w.grad.insert(id);
       if (check.kind == "deterministic" || check.kind == "masked_values" || check.kind == "dependence")
-        want_repeat.insert(id);
-      if (check.kind == "dependence") want_moved.insert(id);
+        w.repeat.insert(id);
+      if (check.kind == "dependence") w.moved.insert(id);
       if (check.kind == "causal_outputs") {
-        want_repeat.insert(id);
-        want_later[id] = check.option("input", exercise_.signature.inputs.front().name);
+        w.repeat.insert(id);
+        w.later[id] = check.option("input", exercise_.signature.inputs.front().name);
       }
-      if (check.kind == "masked_values") want_masked.insert(id);
-      if (check.kind == "dropout_in_training") want_train.insert(id);
+      if (check.kind == "masked_values") w.masked.insert(id);
+      if (check.kind == "dropout_in_training") w.train.insert(id);
     }
   }
-  std::vector<wire::Record> cases;
-  for (const auto& spec : cases_) {
-    auto record = make_case(spec, generator, case_seed++);
-    if (want_grad.count(spec.id)) {
-      const auto& output = exercise_.signature.outputs.front();
-      record.tensors["grad_output"] = at::randn(shape_of(output, spec.dims), generator, at::kDouble);
-      record.strings["describe"] += ", backward";
-    }
-    cases.push_back(record);
-    if (want_repeat.count(spec.id)) {
-      auto repeat = record;
-      repeat.strings["case"] = repeat_case(spec.id);
-      repeat.strings["describe"] += ", run again";
-      repeat.ints["seed"] = case_seed++;
-      cases.push_back(repeat);
-    }
-    if (auto later = want_later.find(spec.id); later != want_later.end()) {
-      auto twin = later_redrawn_twin(record, later->second, generator);
-      twin.ints["seed"] = case_seed++;
-      cases.push_back(std::move(twin));
-    }
-    if (want_train.count(spec.id)) {
-      for (int run = 0; run < 2; ++run) {
-        auto twin = record;
-        twin.tensors.erase("grad_output");
-        twin.strings["case"] = training_case(spec.id, run);
-        twin.strings["describe"] += run == 0 ? ", training mode" : ", training mode, run again";
-        twin.ints["train"] = 1;
-        twin.ints["seed"] = case_seed++;
-        cases.push_back(std::move(twin));
-      }
-    }
-    if (want_moved.count(spec.id)) {
-      for (auto& twin : moved_twins(spec, record, generator)) {
-        twin.ints["seed"] = case_seed++;
-        cases.push_back(std::move(twin));
-      }
-    }
-    if (want_masked.count(spec.id)) {
-      // Huge values behind the keys no query may attend to: nothing may move.
-      const auto* mask_input = &exercise_.signature.inputs.front();
-      for (const auto& input : exercise_.signature.inputs) {
-        if (input.kind == "attention_mask") mask_input = &input;
-      }
-      if (!record.has_tensor(wire::key::input(mask_input->name))) {
-        throw ConfigError("case '" + spec.id + "' is used by a masked_values check but has no mask");
-      }
-      const auto& mask = record.tensor(wire::key::input(mask_input->name));
-      const int64_t B = spec.dims.at("B"), H = spec.dims.at("H"), Nq = spec.dims.at("Nq"), Nk = spec.dims.at("Nk");
-      auto hidden = (mask == 0).expand({B, H, Nq, Nk}).all(1).all(1);  // (B, Nk): no query sees the key
-      auto twin = record;
-      twin.strings["case"] = masked_values_case(spec.id);
-      twin.strings["describe"] += ", values at fully masked keys replaced";
-      twin.ints["seed"] = case_seed++;
-      for (const auto& input : exercise_.signature.inputs) {
-        if (input.kind == "attention_mask") continue;
-        auto axis = std::find(input.shape.begin(), input.shape.end(), "Nk") - input.shape.begin();
-        if (axis == static_cast<long>(input.shape.size()) || input.shape.front() != "B") continue;
-        if (input.name != "value" && input.name != "key") continue;
-        auto& tensor = twin.tensors[wire::key::input(input.name)];
-        auto noise = at::randn(tensor.sizes(), generator, tensor.scalar_type()) * 1000.0;
-        std::vector<int64_t> view(tensor.dim(), 1);
-        view[0] = B;
-        view[axis] = Nk;
-        tensor = at::where(hidden.reshape(view), noise, tensor);
-      }
-      cases.push_back(twin);
-    }
+  return w;
+}
+
+// The twin of a masked_values check's case: huge values behind the keys no
+// query may attend to, where nothing may move.
+wire::Record Kit::masked_values_twin(const CaseSpec& spec, const wire::Record& record, at::Generator& generator,
+                                     int64_t& case_seed) const {
+  // Huge values behind the keys no query may attend to: nothing may move.
+  const auto* mask_input = &exercise_.signature.inputs.front();
+  for (const auto& input : exercise_.signature.inputs) {
+    if (input.kind == "attention_mask") mask_input = &input;
   }
+  if (!record.has_tensor(wire::key::input(mask_input->name))) {
+    throw ConfigError("case '" + spec.id + "' is used by a masked_values check but has no mask");
+  }
+  const auto& mask = record.tensor(wire::key::input(mask_input->name));
+  const int64_t B = spec.dims.at("B"), H = spec.dims.at("H"), Nq = spec.dims.at("Nq"), Nk = spec.dims.at("Nk");
+  auto hidden = (mask == 0).expand({B, H, Nq, Nk}).all(1).all(1);  // (B, Nk): no query sees the key
+  auto twin = record;
+  twin.strings["case"] = masked_values_case(spec.id);
+  twin.strings["describe"] += ", values at fully masked keys replaced";
+  twin.ints["seed"] = case_seed++;
+  for (const auto& input : exercise_.signature.inputs) {
+    if (input.kind == "attention_mask") continue;
+    auto axis = std::find(input.shape.begin(), input.shape.end(), "Nk") - input.shape.begin();
+    if (axis == static_cast<long>(input.shape.size()) || input.shape.front() != "B") continue;
+    if (input.name != "value" && input.name != "key") continue;
+    auto& tensor = twin.tensors[wire::key::input(input.name)];
+    auto noise = at::randn(tensor.sizes(), generator, tensor.scalar_type()) * 1000.0;
+    std::vector<int64_t> view(tensor.dim(), 1);
+    view[0] = B;
+    view[axis] = Nk;
+    tensor = at::where(hidden.reshape(view), noise, tensor);
+  }
+  return twin;
+}
+
+// The constructions `rejects` checks expect refused.
+void Kit::plan_rejections(std::vector<wire::Record>& cases, int64_t& case_seed) const {
   for (const auto& check : exercise_.checks) {
     if (check.kind != "rejects") continue;
     wire::Record record;
@@ -265,7 +257,12 @@ std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
     record.ints["seed"] = case_seed++;
     cases.push_back(record);
   }
-  if (probe_) {
+}
+
+// The attention probe's cases: crafted queries and keys whose weights the output shows.
+void Kit::plan_probe(std::vector<wire::Record>& cases, at::Generator& generator, int64_t& case_seed) const {
+  if (!probe_) return;
+  {
     const auto& d = probe_->dims;
     const int64_t B = d.at("B"), Nq = d.at("Nq"), Nk = d.at("Nk");
     // Query and key magnitudes with distinct score gaps.
@@ -290,11 +287,10 @@ std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
       cases.push_back(record);
     }
   }
-  for (const auto& spec : refusals_) {
-    auto record = make_case(spec, generator, case_seed++);
-    record.strings["describe"] += ", which must be refused";
-    cases.push_back(std::move(record));
-  }
+}
+
+// The twins of each dropout_sites check: every Dropout at 0, then each named one at 1.
+void Kit::plan_dropout_sites(std::vector<wire::Record>& cases, int64_t& case_seed) const {
   for (const auto& check : exercise_.checks) {
     if (check.kind != "dropout_sites") continue;
     const auto paths = option_list(check, "names", "dropout");
@@ -332,6 +328,61 @@ std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
       cases.push_back(std::move(twin));
     }
   }
+}
+
+std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
+  validate_checks();
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  int64_t case_seed = static_cast<int64_t>(seed % 1000003);
+  const auto wants = case_wants();
+  std::vector<wire::Record> cases;
+  for (const auto& spec : cases_) {
+    auto record = make_case(spec, generator, case_seed++);
+    if (wants.grad.count(spec.id)) {
+      const auto& output = exercise_.signature.outputs.front();
+      record.tensors["grad_output"] = at::randn(shape_of(output, spec.dims), generator, at::kDouble);
+      record.strings["describe"] += ", backward";
+    }
+    cases.push_back(record);
+    if (wants.repeat.count(spec.id)) {
+      auto repeat = record;
+      repeat.strings["case"] = repeat_case(spec.id);
+      repeat.strings["describe"] += ", run again";
+      repeat.ints["seed"] = case_seed++;
+      cases.push_back(repeat);
+    }
+    if (auto later = wants.later.find(spec.id); later != wants.later.end()) {
+      auto twin = later_redrawn_twin(record, later->second, generator);
+      twin.ints["seed"] = case_seed++;
+      cases.push_back(std::move(twin));
+    }
+    if (wants.train.count(spec.id)) {
+      for (int run = 0; run < 2; ++run) {
+        auto twin = record;
+        twin.tensors.erase("grad_output");
+        twin.strings["case"] = training_case(spec.id, run);
+        twin.strings["describe"] += run == 0 ? ", training mode" : ", training mode, run again";
+        twin.ints["train"] = 1;
+        twin.ints["seed"] = case_seed++;
+        cases.push_back(std::move(twin));
+      }
+    }
+    if (wants.moved.count(spec.id)) {
+      for (auto& twin : moved_twins(spec, record, generator)) {
+        twin.ints["seed"] = case_seed++;
+        cases.push_back(std::move(twin));
+      }
+    }
+    if (wants.masked.count(spec.id)) cases.push_back(masked_values_twin(spec, record, generator, case_seed));
+  }
+  plan_rejections(cases, case_seed);
+  plan_probe(cases, generator, case_seed);
+  for (const auto& spec : refusals_) {
+    auto record = make_case(spec, generator, case_seed++);
+    record.strings["describe"] += ", which must be refused";
+    cases.push_back(std::move(record));
+  }
+  plan_dropout_sites(cases, case_seed);
   for (const auto& add : extra_) add(*this, cases, generator);
   plan_isolation(cases, case_seed);
   for (auto& record : cases) record.strings["device"] = target().device;
@@ -342,6 +393,14 @@ bool Kit::is_refusal(const std::string& case_id) const {
   return std::any_of(refusals_.begin(), refusals_.end(), [&](const CaseSpec& spec) { return spec.id == case_id; });
 }
 
+namespace {
+double thread_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+}  // namespace
+
 std::vector<double> Kit::time_reference(const std::vector<wire::Record>& requests) const {
   std::vector<double> seconds;
   seconds.reserve(requests.size());
@@ -350,10 +409,11 @@ std::vector<double> Kit::time_reference(const std::vector<wire::Record>& request
     if (!is_refusal(request.string_or("case", ""))) {
       CaseRun run;
       run.request = request;
-      const auto start = std::chrono::steady_clock::now();
+      // This thread's CPU time, not the wall clock's: a busy machine does not move a case's limit.
+      const double start = thread_cpu_seconds();
       try {
         (void)reference_(data_of(run), {});
-        taken = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        taken = thread_cpu_seconds() - start;
       } catch (const std::exception&) {  // a case the reference does not take: no base for its limit
       }
     }
@@ -504,6 +564,22 @@ std::optional<std::string> Kit::not_runnable(const CaseRun& run) const {
   return std::nullopt;
 }
 
+// How the learner's outputs on `run` compare with `want`: within `tolerance`,
+// or (with `loose`) only within float32's, or not.
+CaseStatus Kit::outputs_status(const CaseRun& run, const Tensors& want, const Tolerance& tolerance,
+                               bool loose) const {
+  auto status = CaseStatus::matches;
+  for (const auto& [name, tensor] : want) {
+    std::string why;
+    auto got = learner_tensor(run, name, why);
+    if (!got) return CaseStatus::differs;
+    if (compare(tensor, *got, tolerance).ok) continue;
+    if (!loose || !compare(tensor, *got, exercise_.tolerance("float32")).ok) return CaseStatus::differs;
+    status = CaseStatus::precision;
+  }
+  return status;
+}
+
 CaseStatus Kit::status(const std::string& case_id) const {
   auto cached = status_.find(case_id);
   if (cached != status_.end()) return cached->second;
@@ -515,21 +591,13 @@ CaseStatus Kit::status(const std::string& case_id) const {
     status = CaseStatus::unusable;
   } else {
     const auto dtype = run.request.string_or("dtype", "float64");
-    const auto& tolerance = exercise_.tolerance(dtype);
-    for (const auto& [name, want] : expected(run)) {
-      std::string why;
-      auto got = learner_tensor(run, name, why);
-      if (!got) {
-        status = CaseStatus::differs;
-        break;
-      }
-      if (compare(want, *got, tolerance).ok) continue;
-      if (dtype == "float64" && compare(want, *got, exercise_.tolerance("float32")).ok) {
-        status = CaseStatus::precision;
-        continue;
-      }
-      status = CaseStatus::differs;
-      break;
+    // A float64 case matches at float64 precision only (tolerances.exact): the
+    // reference's, or a tolerated variant's (a constant rounded to float32).
+    const auto& tolerance = exercise_.tolerance(dtype == "float64" ? "exact" : dtype);
+    status = outputs_status(run, expected(run), tolerance, dtype == "float64");
+    for (size_t i = 0; status != CaseStatus::matches && dtype == "float64" && i < exercise_.tolerated.size(); ++i) {
+      if (outputs_status(run, expected(run, std::vector<std::string>{exercise_.tolerated[i].id}), tolerance, false) == CaseStatus::matches)
+        status = CaseStatus::matches;
     }
   }
   status_[case_id] = status;

@@ -131,6 +131,7 @@ class Kit : public Suite {
   Tensors expected(const CaseData& data, const std::string& mistake = "") const;
   Tensors expected(const CaseRun& run, const std::vector<std::string>& mistakes) const;
   CaseStatus status(const std::string& case_id) const;
+  CaseStatus outputs_status(const CaseRun& run, const Tensors& want, const Tolerance& tolerance, bool loose) const;
   // Why a case's outputs cannot be judged (it threw, weights could not be loaded).
   std::optional<std::string> not_runnable(const CaseRun& run) const;
   // The failure of `check` on a case that does not match, explained as far as
@@ -156,6 +157,7 @@ class Kit : public Suite {
 
  private:
   CheckResult run_kind(const CheckSpec& spec) const;
+  CheckResult registered_buffers(const CheckSpec& spec, const CaseRun& run) const;
   CheckResult parameters(const CheckSpec& spec) const;
   CheckResult rejects(const CheckSpec& spec) const;
   CheckResult refuses(const CheckSpec& spec) const;
@@ -174,6 +176,7 @@ class Kit : public Suite {
   CheckResult dropout_in_training(const CheckSpec& spec) const;
   CheckResult dropout_sites(const CheckSpec& spec) const;
   CheckResult device_placement(const CheckSpec& spec) const;
+  CheckResult fill_fits(const CheckSpec& spec) const;
   CheckResult gpu_execution(const CheckSpec& spec) const;
   CheckResult no_builtins(const CheckSpec& spec) const;
   friend const std::vector<KindInfo>& kinds();
@@ -205,6 +208,18 @@ class Kit : public Suite {
   // Isolation twins (isolation.h) of every case a numerics check judges, and
   // where they place an unexplained difference on `case_id` (isolation.cpp).
   void plan_isolation(std::vector<wire::Record>& cases, int64_t& case_seed) const;
+  // plan_cases, step by step (kit.cpp).
+  struct CaseWants {
+    std::set<std::string> grad, repeat, masked, moved, train;
+    std::map<std::string, std::string> later;  // case -> the input a causal_outputs check redraws
+  };
+  void validate_checks() const;
+  CaseWants case_wants() const;
+  wire::Record masked_values_twin(const CaseSpec& spec, const wire::Record& record, at::Generator& generator,
+                                  int64_t& case_seed) const;
+  void plan_rejections(std::vector<wire::Record>& cases, int64_t& case_seed) const;
+  void plan_probe(std::vector<wire::Record>& cases, at::Generator& generator, int64_t& case_seed) const;
+  void plan_dropout_sites(std::vector<wire::Record>& cases, int64_t& case_seed) const;
   std::optional<CheckResult> isolate(const std::string& check, const std::string& case_id,
                                      std::vector<std::string>& evidence) const;
   Tensors learner_outputs(const CaseRun& run) const;
@@ -289,6 +304,13 @@ const wire::Record& planned_case(const std::vector<wire::Record>& cases, const s
 // The operator a device-mismatch error names ("masked_fill (its argument
 // mask)"), or nothing when `error` is no such error.
 std::optional<std::string> device_mismatch(const std::string& error);
+
+// Scales a learner may round to float32 without making a mistake (the
+// `tolerated:` variants float32_scale and float32_sqrt of an attention's
+// reference): 1/sqrt(d) computed in float32 (1.0f / std::sqrt(float(d))), and
+// sqrt(d) computed in float32 with the scores divided by it in double.
+double float32_inverse_sqrt(double d);
+double inverse_of_float32_sqrt(double d);
 
 // Of candidates (error, value) read by matching the reference at each value
 // (a query's position, say): the value whose error is smallest, where that

@@ -38,7 +38,7 @@ torch::Tensor MiniEncoderImpl::forward(const torch::Tensor& tokens, const torch:
   const auto& table = embedding->weight;
   auto one_hot = torch::one_hot(tokens, table.size(0)).to(table.scalar_type());
   auto h = one_hot.matmul(table) * std::sqrt(static_cast<double>(table.size(1)));
-  h = dropout->forward(h + pe.index({torch::indexing::Slice(0, tokens.size(1))}));
+  h = dropout->forward(h + pe.index({torch::indexing::Slice(0, tokens.size(1))}).to(h.scalar_type()));
 
   torch::Tensor ignore = mask.defined() ? mask.eq(0) : torch::Tensor();
   std::vector<torch::Tensor> outputs{h.transpose(0, 1)};

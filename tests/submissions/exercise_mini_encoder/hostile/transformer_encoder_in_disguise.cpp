@@ -32,7 +32,7 @@ MiniEncoderImpl::MiniEncoderImpl(int64_t vocab_size, int64_t d_model, int64_t n_
 
 torch::Tensor MiniEncoderImpl::forward(const torch::Tensor& tokens, const torch::Tensor& mask) {
   auto h = embedding->forward(tokens) * std::sqrt(static_cast<double>(embedding->weight.size(1)));
-  h = dropout->forward(h + pe.narrow(0, 0, tokens.size(1)).unsqueeze(0));
+  h = dropout->forward(h + pe.narrow(0, 0, tokens.size(1)).unsqueeze(0).to(h.scalar_type()));
   g_encoder->train(is_training());
   auto x = g_encoder->forward(h.transpose(0, 1), {}, mask.defined() ? (mask == 0) : torch::Tensor()).transpose(0, 1);
   if (!mask.defined()) return classifier->forward(x.mean(1));

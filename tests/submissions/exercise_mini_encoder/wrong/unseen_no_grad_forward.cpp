@@ -28,7 +28,7 @@ torch::Tensor MiniEncoderImpl::forward(const torch::Tensor& tokens, const torch:
   torch::NoGradGuard no_grad;
   const int64_t n = tokens.size(1);
   auto h = embedding->forward(tokens) * std::sqrt(static_cast<double>(embedding->weight.size(1)));
-  h = dropout->forward(h + pe.narrow(0, 0, n).unsqueeze(0));
+  h = dropout->forward(h + pe.narrow(0, 0, n).unsqueeze(0).to(h.scalar_type()));
   torch::Tensor kpm;
   if (mask.defined()) kpm = (mask == 0);
   auto x = h.transpose(0, 1);

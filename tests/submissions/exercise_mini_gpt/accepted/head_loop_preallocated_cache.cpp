@@ -2,7 +2,7 @@
 // buffer preallocated to max_len with a length counter (kept in a side table,
 // since the header's struct has no room for one), k_cache/v_cache are views
 // of its filled part; the causal mask is an additive bias from comparing
-// aranges. Sampler: top-k through topk's indices and scatter, top-p in the
+// aranges. Sampler: top-k with topk's k-th value as the threshold, top-p in the
 // ascending-sort style (remove what stays below 1 - top_p).
 #include "mini_gpt.h"
 
@@ -184,9 +184,9 @@ torch::Tensor next_token_probs(const torch::Tensor& logits, double temperature, 
   }
   torch::Tensor scaled = logits / temperature;
   if (top_k > 0 && top_k < V) {
-    auto top = torch::topk(scaled, top_k, 1);
-    auto kept = torch::full_like(scaled, kNegInf);
-    scaled = kept.scatter(1, std::get<1>(top), std::get<0>(top));
+    // Every logit >= the k-th largest stays (ties at the k-th included).
+    auto kth = std::get<0>(torch::topk(scaled, top_k, 1)).select(1, top_k - 1).unsqueeze(1);
+    scaled = scaled.masked_fill(scaled < kth, kNegInf);
   }
   if (top_p < 1.0) {
     // ascending: drop the low tail whose total mass stays within 1 - top_p

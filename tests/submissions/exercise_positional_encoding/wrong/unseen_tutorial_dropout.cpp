@@ -1,4 +1,4 @@
-// Wrong (numerics): the PyTorch tutorial's encoding, dropout included (p 0.1,
+// Wrong (positions: the table added as it is): the PyTorch tutorial's encoding, dropout included (p 0.1,
 // functional); the statement has none, so training mode must add only the table.
 #include "positional_encoding.h"
 

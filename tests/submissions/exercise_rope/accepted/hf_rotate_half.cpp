@@ -1,7 +1,7 @@
 // Accepted: the Hugging Face / LLaMA layout. cos and sin tables of width d
-// (the frequencies concatenated twice), rotate_half, x * cos + rotate_half(x) * sin.
-// The tables are computed in float32 like the published code and converted to
-// the input's dtype at the end.
+// (the frequencies concatenated twice), rotate_half, x * cos + rotate_half(x) * sin,
+// the tables computed in the input's dtype (the published code's float32 tables
+// lose float64's precision: wrong/hf_tables_in_float32.cpp).
 #include "rope.h"
 
 #include <cmath>
@@ -17,10 +17,9 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 
 // cos/sin cache for positions offset .. offset + seq_len - 1, each (seq_len, dim)
 std::pair<torch::Tensor, torch::Tensor> rotary_cos_sin(int64_t seq_len, int64_t offset, int64_t dim,
-                                                       const torch::Device& device) {
-  auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
-  auto inv_freq = 1.0 / torch::pow(10000.0, torch::arange(0, dim, 2, f32) / static_cast<double>(dim));
-  auto t = torch::arange(offset, offset + seq_len, f32);
+                                                       const torch::TensorOptions& options) {
+  auto inv_freq = 1.0 / torch::pow(10000.0, torch::arange(0, dim, 2, options) / static_cast<double>(dim));
+  auto t = torch::arange(offset, offset + seq_len, options);
   auto freqs = torch::outer(t, inv_freq);        // (seq_len, dim/2)
   auto emb = torch::cat({freqs, freqs}, -1);     // (seq_len, dim)
   return {emb.cos(), emb.sin()};
@@ -29,7 +28,7 @@ std::pair<torch::Tensor, torch::Tensor> rotary_cos_sin(int64_t seq_len, int64_t 
 }  // namespace
 
 torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset) {
-  auto cos_sin = rotary_cos_sin(x.size(-2), offset, x.size(-1), x.device());
+  auto cos_sin = rotary_cos_sin(x.size(-2), offset, x.size(-1), x.options());
   auto cos = cos_sin.first.to(x.options());
   auto sin = cos_sin.second.to(x.options());
   return x * cos + rotate_half(x) * sin;

@@ -1,0 +1,59 @@
+// Wrong: weight and bias reshaped to (1, 1, D) for a (B, N, D) input; the
+// header promises x of shape (..., D), and a 2-D x comes back 3-D.
+#include "layer_norm.h"
+
+namespace {
+
+// Per-feature gradient: summed over every leading dimension (batch and positions).
+torch::Tensor sum_over_positions(const torch::Tensor& t) { return t.reshape({-1, t.size(-1)}).sum(0); }
+
+}  // namespace
+
+torch::Tensor LayerNormFunction::forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                         const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
+  auto mean = x.mean(-1, /*keepdim=*/true);
+  // Biased variance: the mean of the squared deviations (divide by D, not D - 1).
+  auto centred = x - mean;
+  auto variance = centred.pow(2).mean(-1, /*keepdim=*/true);
+  // eps inside the square root: it keeps a constant row finite.
+  auto reciprocal = (variance + eps).rsqrt();
+  auto normalised = centred * reciprocal;
+  ctx->save_for_backward({normalised, reciprocal, weight});
+  const auto d = x.size(-1);
+  return normalised * weight.view({1, 1, d}) + bias.view({1, 1, d});
+}
+
+torch::autograd::variable_list LayerNormFunction::backward(torch::autograd::AutogradContext* ctx,
+                                                           torch::autograd::variable_list grad_outputs) {
+  auto saved = ctx->get_saved_variables();
+  const auto& normalised = saved[0];
+  const auto& reciprocal = saved[1];
+  const auto& weight = saved[2];
+  const auto& grad = grad_outputs[0];
+  auto g = grad * weight;
+  auto grad_x = reciprocal * (g - g.mean(-1, true) - normalised * (g * normalised).mean(-1, true));
+  auto grad_weight = sum_over_positions(grad * normalised);
+  auto grad_bias = sum_over_positions(grad);
+  return {grad_x, grad_weight, grad_bias, torch::Tensor()};
+}
+
+torch::Tensor RMSNormFunction::forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                       const torch::Tensor& weight, double eps) {
+  // No centring: the root of the mean square, eps inside the square root.
+  auto reciprocal = (x.pow(2).mean(-1, /*keepdim=*/true) + eps).rsqrt();
+  auto normalised = x * reciprocal;
+  ctx->save_for_backward({normalised, reciprocal, weight});
+  return normalised * weight;
+}
+
+torch::autograd::variable_list RMSNormFunction::backward(torch::autograd::AutogradContext* ctx,
+                                                         torch::autograd::variable_list grad_outputs) {
+  auto saved = ctx->get_saved_variables();
+  const auto& normalised = saved[0];
+  const auto& reciprocal = saved[1];
+  const auto& weight = saved[2];
+  const auto& grad = grad_outputs[0];
+  auto g = grad * weight;
+  auto grad_x = reciprocal * (g - normalised * (g * normalised).mean(-1, true));
+  return {grad_x, sum_over_positions(grad * normalised), torch::Tensor()};
+}
