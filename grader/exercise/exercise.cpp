@@ -527,7 +527,7 @@ void parse_mistakes(const Reader& read, const YAML::Node& root, Exercise& exerci
 // `contract:` promises of the interface the kit turns into cases besides
 // those listed. `may_be_one: {dims, cases}`: each of these dims may be 1 (a
 // batch of one, one head): a twin of each listed case with the dim set to 1
-// (id <case>_<dim>1), judged by every check that judges its base case.
+// (id <case>_<dim>1), judged by the numerics and shape checks of its base case.
 void expand_contract(const Reader& read, const YAML::Node& root, Exercise& exercise) {
   const auto node = root["contract"];
   if (!node) return;
@@ -554,7 +554,10 @@ void expand_contract(const Reader& read, const YAML::Node& root, Exercise& exerc
         if (spec.id == twin.id) read.fail("'contract.may_be_one' makes case '" + twin.id + "', which is listed");
       }
       exercise.cases.push_back(twin);
+      // Judged for its outputs: the numerics and shape checks of its base case
+      // (their twins, a dependence check's redraws say, stay with the base).
       for (auto& check : exercise.checks) {
+        if (check.kind != "numerics" && check.kind != "shapes") continue;
         if (std::find(check.cases.begin(), check.cases.end(), base_id) != check.cases.end())
           check.cases.push_back(twin.id);
       }
