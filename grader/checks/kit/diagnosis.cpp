@@ -355,54 +355,36 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
   return found.size() == 1 ? found.front() : Mistakes{};
 }
 
-CheckResult Kit::explain(const std::string& check, const std::string& case_id) const {
-  const auto& run = input_->at(case_id);
-  const auto s = status(case_id);
-  if (s == CaseStatus::threw) {
-    if (auto ruled = explain_error(check, run)) return *ruled;
-    if (auto featured = attribute_to_feature(check)) return *featured;
-    return results_.threw(check, run);
+// A difference of the size float32 rounding makes (measured: the reference
+// run in float32) in a float64 case: float32 work in a float64 call.
+std::optional<CheckResult> Kit::explain_precision(const std::string& check, const CaseRun& run, const Tensors& reference,
+                                                  const Tensors& learner, std::vector<std::string>& evidence) const {
+  if (status(run.request.string("case")) != CaseStatus::precision || !findings().empty()) return std::nullopt;
+  // Measured, not guessed: the reference computed in float32 shows how far
+  // float32 rounding moves these results. Only a deviation of that size is
+  // called a precision problem; a larger one is a different formula.
+  const auto measure = measure_rounding(run, reference, learner);
+  if (measure.explains()) {
+    evidence.insert(evidence.end() - 1, fmt::format("largest difference {:.3g}; the reference computed in float32 "
+                                                    "differs from its float64 result by up to {:.3g}",
+                                                    measure.deviation, *measure.rounding));
+    auto result = results_.fail(check,
+                                "your results have float32 precision in a float64 check (differences of the size "
+                                "float32 rounding makes): is a tensor or a constant computed in float32?",
+                                evidence);
+    if (has_focus_point("numerics")) result.focus_point = "numerics";
+    return result;
   }
-  if (auto why = not_runnable(run)) return results_.skip(check, "not assessed: " + *why);
+  if (measure.rounding) {
+    evidence.insert(evidence.end() - 1, fmt::format("largest difference {:.3g}, more than float32 rounding makes "
+                                                    "here (up to {:.3g}): not a precision problem",
+                                                    measure.deviation, *measure.rounding));
+  }
+  return std::nullopt;
+}
 
-  const auto dtype = run.request.string_or("dtype", "float64");
-  const auto& tolerance = exercise_.tolerance(dtype);
-  std::vector<std::string> evidence = {"input: " + run.describe()};
-  Tensors learner;
-  const auto reference = expected(run);
-  for (const auto& [name, want] : reference) {
-    std::string why;
-    auto got = learner_tensor(run, name, why);
-    if (!got) return results_.fail(check, why + " (" + run.describe() + ")");
-    learner[name] = *got;
-    auto cmp = compare(want, *got, tolerance);
-    if (!cmp.ok) evidence.push_back(name + ": " + cmp.detail);
-  }
-  evidence.push_back(input_->replay_hint());
-  // (Where a measurement found a mistake, a slight difference is more likely
-  // its effect than float32's: the measurement speaks, below.)
-  if (s == CaseStatus::precision && findings().empty()) {
-    // Measured, not guessed: the reference computed in float32 shows how far
-    // float32 rounding moves these results. Only a deviation of that size is
-    // called a precision problem; a larger one is a different formula.
-    const auto measure = measure_rounding(run, reference, learner);
-    if (measure.explains()) {
-      evidence.insert(evidence.end() - 1, fmt::format("largest difference {:.3g}; the reference computed in float32 "
-                                                      "differs from its float64 result by up to {:.3g}",
-                                                      measure.deviation, *measure.rounding));
-      auto result = results_.fail(check,
-                                  "your results have float32 precision in a float64 check (differences of the size "
-                                  "float32 rounding makes): is a tensor or a constant computed in float32?",
-                                  evidence);
-      if (has_focus_point("numerics")) result.focus_point = "numerics";
-      return result;
-    }
-    if (measure.rounding) {
-      evidence.insert(evidence.end() - 1, fmt::format("largest difference {:.3g}, more than float32 rounding makes "
-                                                      "here (up to {:.3g}): not a precision problem",
-                                                      measure.deviation, *measure.rounding));
-    }
-  }
+std::optional<CheckResult> Kit::explain_unloaded(const std::string& check, const CaseRun& run,
+                                                 const std::vector<std::string>& evidence) const {
   // Parameters the signature does not name for this case are never loaded:
   // they keep their random initial values, and no replay can match.
   std::set<std::string> named;
@@ -412,7 +394,8 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     auto name = line.substr(0, line.find(' '));
     if (!named.count(name)) unloaded.push_back(name);
   }
-  if (!exercise_.signature.parameters.empty() && !unloaded.empty()) {
+  if (exercise_.signature.parameters.empty() || unloaded.empty()) return std::nullopt;
+  {
     std::string constructor;
     for (const auto& [name, value] : run.request.ints) {
       if (const auto argument = wire::key::ctor_name(name))
@@ -434,6 +417,11 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     }
     return result;
   }
+}
+
+// One known mistake, or two together, that replay the learner's results.
+std::optional<CheckResult> Kit::explain_by_mistakes(const std::string& check, const std::string& case_id,
+                                                    const Tensors& learner, const std::vector<std::string>& evidence) const {
   const auto mistakes = replayed_mistakes(case_id, learner);
   if (mistakes.size() == 1) return results_.fail_with_mistake(check, mistakes[0], evidence);
   if (mistakes.size() == 2) {
@@ -450,24 +438,14 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     result.also_mistakes = {second.id};
     return result;
   }
-  for (const auto& finding : findings()) {
-    evidence.pop_back();  // the replay hint, said once at the end
-    auto result = results_.fail(check, "explained by a measurement (" + finding.id + "): " + finding.message, evidence);
-    result.focus_point = finding.focus_point;
-    result.explained_by = finding.id;
-    for (const auto& line : finding.evidence) {
-      if (line != input_->replay_hint()) result.evidence.push_back(line);
-    }
-    result.evidence.push_back(input_->replay_hint());
-    return result;
-  }
-  if (auto featured = attribute_to_feature(check)) {
-    featured->evidence.insert(featured->evidence.begin(), evidence.begin(), evidence.end() - 1);
-    return *featured;
-  }
-  // NaN or infinity where the reference is finite: a part switched off by
-  // zero weights does not silence a NaN (0 * NaN is NaN), so the isolation
-  // twins cannot place it; say what is known instead.
+  return std::nullopt;
+}
+
+// NaN or infinity where the reference is finite: a part switched off by
+// zero weights does not silence a NaN (0 * NaN is NaN), so the isolation
+// twins cannot place it; say what is known instead.
+std::optional<CheckResult> Kit::explain_non_finite(const std::string& check, const CaseRun& run, const Tensors& reference,
+                                                   const Tensors& learner, std::vector<std::string> evidence) const {
   for (const auto& [name, want] : reference) {
     const auto& got = learner.at(name);
     if (!got.is_floating_point() || got.sizes() != want.sizes()) continue;
@@ -491,6 +469,54 @@ CheckResult Kit::explain(const std::string& check, const std::string& case_id) c
     result.blames_focus = false;
     return result;
   }
+  return std::nullopt;
+}
+
+CheckResult Kit::explain(const std::string& check, const std::string& case_id) const {
+  const auto& run = input_->at(case_id);
+  const auto s = status(case_id);
+  if (s == CaseStatus::threw) {
+    if (auto ruled = explain_error(check, run)) return *ruled;
+    if (auto featured = attribute_to_feature(check)) return *featured;
+    return results_.threw(check, run);
+  }
+  if (auto why = not_runnable(run)) return results_.skip(check, "not assessed: " + *why);
+
+  const auto dtype = run.request.string_or("dtype", "float64");
+  const auto& tolerance = exercise_.tolerance(dtype == "float64" ? "exact" : dtype);
+  std::vector<std::string> evidence = {"input: " + run.describe()};
+  Tensors learner;
+  const auto reference = expected(run);
+  for (const auto& [name, want] : reference) {
+    std::string why;
+    auto got = learner_tensor(run, name, why);
+    if (!got) return results_.fail(check, why + " (" + run.describe() + ")");
+    learner[name] = *got;
+    auto cmp = compare(want, *got, tolerance);
+    if (!cmp.ok) evidence.push_back(name + ": " + cmp.detail);
+  }
+  evidence.push_back(input_->replay_hint());
+  // (Where a measurement found a mistake, a slight difference is more likely
+  // its effect than float32's: the measurement speaks, below.)
+  if (auto result = explain_precision(check, run, reference, learner, evidence)) return *result;
+  if (auto result = explain_unloaded(check, run, evidence)) return *result;
+  if (auto result = explain_by_mistakes(check, case_id, learner, evidence)) return *result;
+  for (const auto& finding : findings()) {
+    evidence.pop_back();  // the replay hint, said once at the end
+    auto result = results_.fail(check, "explained by a measurement (" + finding.id + "): " + finding.message, evidence);
+    result.focus_point = finding.focus_point;
+    result.explained_by = finding.id;
+    for (const auto& line : finding.evidence) {
+      if (line != input_->replay_hint()) result.evidence.push_back(line);
+    }
+    result.evidence.push_back(input_->replay_hint());
+    return result;
+  }
+  if (auto featured = attribute_to_feature(check)) {
+    featured->evidence.insert(featured->evidence.begin(), evidence.begin(), evidence.end() - 1);
+    return *featured;
+  }
+  if (auto result = explain_non_finite(check, run, reference, learner, evidence)) return *result;
   // Placed by the isolation twins (of the smallest failing case, else of this
   // one, else of another of the check's cases that has twins and fails);
   // where they tie it to no focus point, the dropout twins may (a difference

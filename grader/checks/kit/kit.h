@@ -138,6 +138,15 @@ class Kit : public Suite {
   // the evidence goes (precision, a known mistake, a probe's measurement, the
   // cases' common feature, an error rule), else said honestly.
   CheckResult explain(const std::string& check, const std::string& case_id) const;
+  // explain's steps (diagnosis.cpp), each a result where it explains the difference.
+  std::optional<CheckResult> explain_precision(const std::string& check, const CaseRun& run, const Tensors& reference,
+                                               const Tensors& learner, std::vector<std::string>& evidence) const;
+  std::optional<CheckResult> explain_unloaded(const std::string& check, const CaseRun& run,
+                                              const std::vector<std::string>& evidence) const;
+  std::optional<CheckResult> explain_by_mistakes(const std::string& check, const std::string& case_id,
+                                                 const Tensors& learner, const std::vector<std::string>& evidence) const;
+  std::optional<CheckResult> explain_non_finite(const std::string& check, const CaseRun& run, const Tensors& reference,
+                                                const Tensors& learner, std::vector<std::string> evidence) const;
   // The measuring checks' findings (their failed results), computed once per grade.
   const std::vector<CheckResult>& findings() const;
 
