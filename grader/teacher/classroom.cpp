@@ -304,8 +304,9 @@ std::string shard_manifest(const Shard& shard, const std::vector<ClassItem>& all
   return json_text(json);
 }
 
-Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
-  Gradebook book;
+namespace {
+// The results folders given, each once whatever path names it.
+std::set<fs::path> results_folders(const std::vector<fs::path>& results_dirs) {
   std::set<fs::path> dirs;
   for (const auto& dir : results_dirs) {
     std::error_code error;
@@ -313,6 +314,13 @@ Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
     if (error || !fs::is_directory(canonical)) throw UsageError("no results folder " + dir.string());
     dirs.insert(canonical);
   }
+  return dirs;
+}
+}  // namespace
+
+Gradebook merge_results(const std::vector<fs::path>& results_dirs) {
+  Gradebook book;
+  const auto dirs = results_folders(results_dirs);
   std::set<std::string> exercises;
   // Manifests: which shards finished, and the class they split.
   std::map<size_t, std::set<size_t>> finished;                    // count -> indexes (1-based)
