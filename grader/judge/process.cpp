@@ -449,7 +449,6 @@ class ChildRun {
     }
   }
 
-  // Whether a limit stops the run now (the outcome says which).
   // Whether `limit` seconds counted from `base` are spent by `now`. The time
   // the child waited for a CPU since then (stall.h) is not its own: it moves
   // `deadline` later instead, up to the wall-clock backstop.
@@ -463,6 +462,7 @@ class ChildRun {
     return false;
   }
 
+  // Whether a limit stops the run now (the outcome says which).
   bool limit_reached(Clock::time_point now) {
     if (!waiting_for_request_ && spent(now, run_base_, run_stall_base_, spec_.limits.wall_seconds, deadline_)) {
       outcome_.timed_out = !reaped_;

@@ -216,7 +216,12 @@ void note_inputs(const at::RecordFunction& fn, OpContext& context) {
     }
   }
   if (is_fill(context.op) && fills.size() < wire::kMaxFillValues) {
-    for (const auto& value : fn.inputs()) {
+    // full and full_like take their dtype (an integer) after the value: only
+    // argument 1 is the fill there; elsewhere every scalar argument is one.
+    const auto inputs = fn.inputs();
+    const bool value_first = context.op == "aten::full" || context.op == "aten::full_like";
+    for (size_t i = value_first ? 1 : 0; i < inputs.size() && (!value_first || i < 2); ++i) {
+      const auto& value = inputs[i];
       if (value.isDouble() && std::isfinite(value.toDouble())) fills.insert(value.toDouble());
       if (value.isInt()) fills.insert(static_cast<double>(value.toInt()));
     }

@@ -41,7 +41,8 @@ class OpRecorder {
   // the elements of the new tensors the learner's own operator calls
   // returned, and the multiply-adds the count_computed counter saw.
   std::vector<wire::ScopeWork> scope_work() const;
-  // The finite scalars learner code gave masked_fill since start(), each once (at most wire::kMaxFillValues).
+  // The finite values learner code filled tensors with since start() (masked_fill, where, full, fill_),
+  // each once, at most wire::kMaxFillValues.
   std::vector<double> fill_values() const;
   // False if learner code switched recording off or removed the callback.
   bool intact() const;

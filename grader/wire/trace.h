@@ -47,9 +47,9 @@ struct Trace {
   std::optional<LargestOutput> largest_output;
   std::vector<ScopeWork> scope_work;         // in call order
   // The finite values learner code filled with (the scalar of masked_fill,
-  // where, full, fill_), each
-  // once, at most kMaxFillValues: a dtype-independent -1e9 cannot hold in
-  // float16, measured where float16 itself cannot run.
+  // where, full, fill_), each once, at most kMaxFillValues: a
+  // dtype-independent -1e9 cannot hold in float16, measured where float16
+  // itself cannot run.
   std::vector<double> fill_values;
   int64_t heap_growth = 0;                   // bytes the heap grew by inside forward (runner/heap.h)
   int64_t static_bytes = 0;                  // bytes of the learner library's static data

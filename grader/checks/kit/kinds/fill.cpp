@@ -1,7 +1,7 @@
 // Kind fill_fits: the finite value learner code fills masked scores with must
 // hold in a narrow dtype (option `dtype`: float16 or bfloat16) that this
-// machine may not run. Measured from the operator trace (masked_fill's
-// scalar in each case): a value that is the same whatever the case's dtype
+// machine may not run. Measured from the operator trace (the scalar of masked_fill,
+// where, full or fill_ in each case): a value that is the same whatever the case's dtype
 // is a constant, and it overflows there if it is larger than the dtype's
 // largest finite number; a value that follows the dtype (its lowest, say)
 // cannot be judged without the dtype itself, and is said so.
