@@ -80,6 +80,15 @@ copy_grader() {  # DEST
     tar -C "$root" --exclude=./build --exclude='./build-*' --exclude=./.git --exclude=./.learner \
       --exclude=./solutions --exclude=./tests -cf - . | tar -C "$1" -xf -
   fi
+  # Every exercise's learner files as its starters, whatever the packager's
+  # checkout holds (an answer worked on there is not the course's to ship).
+  local dir file
+  for dir in "$1"/exercises/*/; do
+    [[ -d $dir.starter ]] || continue
+    for file in "$dir".starter/*; do
+      [[ -f $file ]] && cp "$file" "$dir$(basename "$file")"
+    done
+  done
 }
 
 mkdir -p "$to"

@@ -82,6 +82,14 @@ TEST_F(Package, Gradescope) {
   // A container may not isolate a submission from the files beside it: no correct answers in them.
   EXPECT_FALSE(fs::exists(top / "source" / "grader" / "solutions")) << "the zip holds the model solutions";
   EXPECT_FALSE(fs::exists(top / "source" / "grader" / "tests")) << "the zip holds the corpus (correct answers too)";
+  // Learner files as their starters, whatever the packager's checkout holds.
+  for (const auto& entry : fs::directory_iterator(top / "source" / "grader" / "exercises")) {
+    if (!fs::is_directory(entry.path() / ".starter")) continue;
+    for (const auto& starter : fs::directory_iterator(entry.path() / ".starter")) {
+      EXPECT_EQ(read(entry.path() / starter.path().filename()), read(starter.path()))
+          << entry.path().filename() << ": the package's learner file is not its starter";
+    }
+  }
   EXPECT_NE(read(top / "source" / "setup.sh").find("./grade build exercise_sdpa"), std::string::npos);
 
   const auto results = top / "results" / "results.json";
