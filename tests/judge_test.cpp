@@ -3,6 +3,7 @@
 // that depth cannot defeat, and the sandbox showing files the sandboxed user
 // could not reach by their path.
 #include <ATen/ATen.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -200,6 +201,36 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
 // Which submissions compile against LibTorch's whole API precompiled: an
 // include of <torch/torch.h> or <torch/all.h> on a line of its own, and no
 // input, however long its lines, can exhaust the scanner.
+// Each judge pattern for LibTorch's kernels matches a symbol LibTorch exports:
+// the composite namespaces' patterns once had their lengths wrong in mangled
+// form ("2at27composite" for a 25-letter name) and matched nothing.
+TEST(SymbolRules, KernelPatternsMatchTheLibTorchInUse) {
+  Dl_info info{};
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(&at::_ops::matmul::call), &info), 0);
+  const fs::path cpu = info.dli_fname;
+  auto symbols_of = [](const fs::path& library) {
+    std::string text;
+    FILE* pipe = popen(("readelf --syms --wide '" + library.string() + "' 2>/dev/null").c_str(), "r");
+    if (!pipe) return text;
+    char buffer[1 << 16];
+    for (size_t got; (got = fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, got);
+    pclose(pipe);
+    return text;
+  };
+  std::vector<std::pair<std::string, fs::path>> libraries = {{"cpu", cpu}};
+  const auto cuda = cpu.parent_path() / "libtorch_cuda.so";
+  if (fs::exists(cuda)) libraries.emplace_back("cuda", cuda);
+  for (const auto& [which, library] : libraries) {
+    const auto table = symbols_of(library);
+    ASSERT_GT(table.size(), 100000u) << "no symbol table read from " << library;
+    const auto patterns = libtorch_kernel_patterns(which);
+    EXPECT_FALSE(patterns.empty());
+    for (const auto& pattern : patterns) {
+      EXPECT_NE(table.find(pattern), std::string::npos) << pattern << " matches no symbol of " << library;
+    }
+  }
+}
+
 TEST(Submissions, TorchHeaderIncludeIsFoundByLine) {
   EXPECT_TRUE(includes_all_of_libtorch("#include <torch/torch.h>\n"));
   EXPECT_TRUE(includes_all_of_libtorch("// model\n  #  include\t\"torch/all.h\"\nint x;"));
@@ -336,6 +367,58 @@ TEST(Comparisons, UnderflowedValuesAreShownAsZero) {
 
 // What a device-mismatch error from learner code is read as (the GPU's
 // messages, as LibTorch 1.13 and 2.x word them), and what is no such error.
+// Memory measured from outside (one row per rule): beyond the model solution's
+// peak by more than the allowance is a finding; within it, or not measured, none.
+TEST(OutsideMemory, BeyondTheModelSolutionsPeakByMoreThanTheAllowance) {
+  struct Row {
+    uint64_t learner, control;
+    std::string unavailable;
+    bool finding;
+  };
+  const double allowance = 4 << 20;
+  const std::vector<Row> rows = {
+      {20 << 20, 12 << 20, "", true},      // 8 MiB more: the score matrix
+      {15 << 20, 12 << 20, "", false},     // 3 MiB more: within
+      {10 << 20, 12 << 20, "", false},     // less than the model solution
+      {40 << 20, 12 << 20, "no cgroup", false},  // not measured here
+      {40 << 20, 0, "", false},            // no peak for the model solution
+  };
+  for (const auto& row : rows) {
+    grader::OutsideMemory memory;
+    memory.learner_peak = row.learner;
+    memory.control_peak = row.control;
+    memory.unavailable = row.unavailable;
+    EXPECT_EQ(grader::kit::held_beyond(memory, allowance).has_value(), row.finding) << row.learner;
+  }
+}
+
+// What a probe over candidates reads (one row per rule): one clear value, none
+// within tolerance, or several it cannot tell apart (a first token with one key
+// matches at every position, to rounding): not a finding.
+TEST(ProbeReading, OneNoneOrSeveral) {
+  using Kind = grader::kit::ProbeReading::Kind;
+  struct Row {
+    std::vector<std::pair<double, int64_t>> errors;
+    Kind kind;
+    int64_t value;
+  };
+  const std::vector<Row> rows = {
+      {{{0.3, 0}, {0.0, 1}, {0.2, 2}}, Kind::one, 1},          // exact at 1
+      {{{1e-16, 0}, {0.3, 1}}, Kind::one, 0},                  // rounding at 0, far elsewhere
+      {{{1e-16, 0}, {2e-16, 1}, {1e-16, 2}}, Kind::several, 0},  // every position, to rounding
+      {{{0.0, 3}, {0.0, 4}}, Kind::several, 3},                // exactly the same at two
+      {{{1e-9, 0}, {5e-8, 1}}, Kind::several, 0},              // within tolerance both
+      {{{1e-8, 0}, {5e-7, 1}}, Kind::several, 0},              // apart, but not 100 times
+      {{{0.2, 0}, {0.3, 1}}, Kind::none, 0},                   // nowhere
+      {{}, Kind::none, 0},
+  };
+  for (const auto& row : rows) {
+    const auto reading = grader::kit::read_probe(row.errors, 1e-7);
+    EXPECT_EQ(reading.kind, row.kind) << row.errors.size();
+    if (row.kind != Kind::none) EXPECT_EQ(reading.value, row.value);
+  }
+}
+
 TEST(DeviceMismatch, NamesTheOperatorOrItsArguments) {
   auto old_style = grader::kit::device_mismatch(
       "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "

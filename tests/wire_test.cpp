@@ -1,5 +1,6 @@
 // The private channel: what the child sends is validated, never trusted.
 #include "wire/wire.h"
+#include "wire/fields.h"
 #include "wire/keys.h"
 #include "wire/messages.h"
 #include "wire/trace.h"
@@ -14,6 +15,38 @@
 namespace grader::wire {
 namespace {
 
+// Text a learner chooses (a module's name) travels as one field: escaped, it
+// holds no blank, line break or '%', and reads back as it was, whatever it is.
+TEST(Fields, LearnerTextIsOneFieldAndReadsBackAsItWas) {
+  const std::vector<std::string> names = {"dropout",     "dropout x",   "pe Double 0 50 16", "",  "%",   "%41",
+                                          "a\nb\rc\td", std::string("nul\0in", 6), "\x7f\x01", "ä漢\xc3(", "100%"};
+  for (const auto& name : names) {
+    const auto escaped = escape_field(name);
+    EXPECT_EQ(escaped.find_first_of(std::string(" \n\r\t", 4)), std::string::npos) << escaped;
+    EXPECT_FALSE(escaped.empty());
+    EXPECT_EQ(unescape_field(escaped), name) << escaped;
+    const auto lines = field_lines(fields_line({name, "0.25"}) + fields_line({"next", name, "3"}));
+    ASSERT_EQ(lines.size(), 2u) << escaped;
+    EXPECT_EQ(lines[0], (std::vector<std::string>{name, "0.25"}));
+    EXPECT_EQ(lines[1], (std::vector<std::string>{"next", name, "3"}));
+  }
+}
+
+// Numbers read whole or not at all, and never throw (one row per rule).
+TEST(Fields, NumbersReadWholeOrNotAtAll) {
+  EXPECT_EQ(number_field("0.25"), 0.25);
+  EXPECT_EQ(number_field("-1e-9"), -1e-9);
+  for (const char* bad : {"", "x", "0.25x", " 1", "nan", "inf", "1e999", "x 0.1"}) {
+    EXPECT_FALSE(number_field(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(integer_field("50"), 50);
+  for (const char* bad : {"", "5.0", "50 16", "99999999999999999999999", "-"}) {
+    EXPECT_FALSE(integer_field(bad).has_value()) << bad;
+  }
+  // A '%' without two hex digits after it stays as it is.
+  EXPECT_EQ(unescape_field("%zz%4"), "%zz%4");
+}
+
 // What the runner wrote on its result channel, taken apart (one row per rule):
 // the ready line, the case markers (the last one counts), the message after.
 // The trace as the runner writes it is the trace the checks read: every
@@ -23,7 +56,9 @@ TEST(Trace, WhatTheRunnerPutsTheChecksRead) {
   using Kind = grader::wire::DeviceEvent::Kind;
   grader::wire::Trace trace;
   trace.op_counts = {{"aten::matmul", 2}, {"a name with spaces\nand a newline", 1}};
-  trace.device_events = {{Kind::item, "aten::item", ""}, {Kind::mixed, "aten::add", "aten::ones"}};
+  trace.device_events = {{Kind::item, "aten::item", ""},
+                         {Kind::mixed, "aten::add", "aten::ones"},
+                         {Kind::to_host, "my op 2 x", ""}};
   trace.largest_output = grader::wire::LargestOutput{384, "aten::softmax", {2, 3, 4, 4}};
   trace.scope_work = {{96, 24, 96}, {48, 12, 0}};
   trace.heap_growth = 4096;
@@ -31,8 +66,9 @@ TEST(Trace, WhatTheRunnerPutsTheChecksRead) {
   trace.recording_intact = true;
   grader::wire::Record response;
   grader::wire::put_trace(response, trace);
-  EXPECT_EQ(response.string("device_events"), "item aten::item\nmixed aten::add aten::ones\n");
-  EXPECT_EQ(response.string("largest_output"), "384 aten::softmax 2 3 4 4");
+  EXPECT_EQ(response.string("device_events"),
+            "item aten::item\nmixed aten::add aten::ones\nto_host my%20op%202%20x\n");
+  EXPECT_EQ(response.string("largest_output"), "384 aten::softmax 2 3 4 4\n");
   EXPECT_EQ(response.string("scope_work"), "96/24/96 48/12/0");
   const auto sent = grader::wire::decode(grader::wire::encode({response}));
   ASSERT_EQ(sent.size(), 1u);

@@ -76,10 +76,27 @@ struct CaseRun {
   std::string describe() const { return request.string_or("describe", request.string("case")); }
 };
 
+// The memory a submission's code held, measured from outside its process
+// (Suite::outside_memory_cases): each case run again on its own in a runner
+// of its own, and by the exercise's model solution, each runner's peak
+// counted by the kernel for its cgroup (heap, stacks, static storage and
+// anything mapped, whoever in the process took it and whenever), from the
+// runner's ready marker until its results are in. The peaks are those of the
+// case where the learner's code held the most beyond the model solution's.
+struct OutsideMemory {
+  uint64_t learner_peak = 0;  // bytes
+  uint64_t control_peak = 0;  // the model solution's, on the same cases
+  std::string unavailable;    // why nothing was measured here (the peaks are then 0)
+  std::string learner_end;    // how the learner's run of them ended, where it did not end cleanly
+  std::string case_id;        // the case the peaks are of: where the learner's code held the most beyond
+};
+
 struct JudgeInput {
   std::map<std::string, CaseRun> cases;        // by case id
   std::vector<std::string> forbidden_symbols;  // found in the compiled submission
   uint64_t seed = 0;                           // the inputs were drawn from it
+  // Where the suite asks for it (outside_memory_cases); nothing otherwise.
+  std::optional<OutsideMemory> outside_memory;
   const CaseRun& at(const std::string& id) const;
   std::string replay_hint() const { return "reproduce with --seed " + std::to_string(seed); }
 };
@@ -133,6 +150,9 @@ class Suite {
   // Pictures of the learner's attention against the reference's, after
   // judge() on the same input; none where the exercise has no attention to show.
   std::vector<AttentionFigure> figures(const JudgeInput& input);
+  // The cases whose memory the grade measures from outside the runner
+  // (JudgeInput::outside_memory); none by default.
+  virtual std::vector<std::string> outside_memory_cases() const { return {}; }
 
  protected:
   // What each public method does, under the lock.

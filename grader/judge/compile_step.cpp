@@ -28,6 +28,9 @@ ChildSpec Step::spec(std::vector<std::string> argv, size_t output_bytes, std::st
   spec.limits = child_limits(exercise.limits.compile);
   if (output_bytes) spec.limits.output_bytes = output_bytes;
   spec.limits.file_size_bytes = kCompileFileBytes;
+  // What a tool writes to its temporary folder stays in the scratch folder,
+  // which is removed with the grade (not the machine's /tmp, without the sandbox).
+  spec.extra_env.push_back("TMPDIR=" + work_dir.string());
   sandbox_child(sandbox, confinement, spec);
   return spec;
 }
@@ -79,6 +82,9 @@ std::vector<std::string> compiler_argv(const Toolchain& toolchain, const Exercis
   bool gcc_style = toolchain.cxx.find("clang") == std::string::npos;
   std::vector<std::string> argv = {toolchain.cxx, "@" + toolchain.flags_file.string(), "-fdiagnostics-color=never",
                                    gcc_style ? "-fmax-errors=20" : "-ferror-limit=20", "-MD"};
+  // A compiler crash leaves no preprocessed copy of the source and no script
+  // naming the build's paths behind (clang writes both by default).
+  if (!gcc_style) argv.push_back("-fno-crash-diagnostics");
   // The headers whose inline functions do an exercise's work come first, under
   // their real names (grader/prelude.h; inside the precompiled interface when there is one).
   if (!pch.empty()) {

@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <future>
+#include <map>
 #include <random>
 #include <set>
 
@@ -22,6 +24,8 @@
 #include "judge/compile_note.h"
 #include "exercise/discovery.h"
 #include "base/errors.h"
+#include "base/sha256.h"
+#include "judge/compile_step.h"
 #include "judge/process.h"
 #include "judge/seed.h"
 #include "report/speed.h"
@@ -174,25 +178,33 @@ bool still_fits(const PreparedGrade& prepared, const GradeOptions& options) {
 
 // The runner's command: it loads the submission's shared object and runs the
 // cases of `records` (none: they come later, as a deferred request).
+// A runner of `object`, compiled in `scratch` (whose view is `confinement`).
 ChildSpec runner_spec(const PreparedGrade& prepared, const SandboxStatus& sandbox,
-                      const std::vector<wire::Record>& records) {
+                      const std::vector<wire::Record>& records, const fs::path& object, const fs::path& scratch,
+                      const Confinement& confinement) {
   ChildSpec spec;
   spec.argv = {fs::absolute(prepared.toolchain.runner).string()};
   if (sandbox.seccomp) spec.argv.push_back("--seccomp");
-  spec.argv.push_back(prepared.shared_object.string());
-  spec.working_dir = prepared.scratch->path().string();
+  spec.argv.push_back(object.string());
+  spec.working_dir = scratch.string();
   if (!records.empty()) spec.request = encode_planned(records);
   spec.result_channel = true;
   spec.limits = child_limits(prepared.exercise.limits.run);
   spec.limits.stop_at_output_limit = true;
   // The runner writes no file (its system-call filter refuses), and sees its
   // scratch folder read-only.
-  Confinement run_view = prepared.confinement;
+  Confinement run_view = confinement;
   if (prepared.target.on_gpu()) run_view.devices = gpu_device_nodes();
   run_view.read_only.push_back(run_view.writable);
   run_view.writable.clear();
   sandbox_child(sandbox, run_view, spec);
   return spec;
+}
+
+ChildSpec runner_spec(const PreparedGrade& prepared, const SandboxStatus& sandbox,
+                      const std::vector<wire::Record>& records) {
+  return runner_spec(prepared, sandbox, records, prepared.shared_object, prepared.scratch->path(),
+                     prepared.confinement);
 }
 
 // The zygote runners of this grade's kind fork from (zygote.h): the runner's
@@ -334,6 +346,163 @@ std::string running_when_stopped(const wire::RunnerStream& stream, const std::ve
 }
 
 // The case limits' rule for this grade: the device's, with --case-time-limit.
+// ---- memory measured from outside the runner (JudgeInput::outside_memory) ----
+
+// One runner, forked from the zygote where there is one, that runs `records`
+// with `object`: how it ended, with its cgroup's peak.
+ChildOutcome run_for_memory(const PreparedGrade& prepared, const SandboxStatus& sandbox,
+                            std::vector<wire::Record> records, const fs::path& object, const fs::path& scratch,
+                            const Confinement& confinement) {
+  // The runner waits, once its results are sent, until the grade has read
+  // its peak (ChildSpec::memory_peak_until_results).
+  if (!records.empty()) records.back().ints[wire::kHoldAfterResults] = 1;
+  auto spec = runner_spec(prepared, sandbox, records, object, scratch, confinement);
+  spec.zygote = runner_zygote(prepared, sandbox);
+  spec.zygote_object = object.string();
+  spec.memory_peak_until_results = true;
+  spec.run_stage = [](const std::string& result) {
+    const auto stream = wire::split_runner_stream(result);
+    if (!stream.ready) return RunStage::starting;
+    if (stream.results.empty()) return RunStage::running;
+    try {
+      (void)wire::decode_reply(stream.results);
+    } catch (const wire::WireError&) {
+      return RunStage::running;  // not whole yet
+    }
+    return RunStage::results_whole;
+  };
+  return run_child(spec);
+}
+
+// The model solution's memory peaks, by a key of what decides them
+// (control_key), kept in a file of lines "<key> <bytes>".
+class ControlPeaks {
+ public:
+  explicit ControlPeaks(fs::path file) : file_(std::move(file)) {
+    std::ifstream in(file_);
+    std::string key;
+    for (unsigned long long bytes = 0; in >> key >> bytes;) peaks_[key] = bytes;
+  }
+  std::optional<uint64_t> find(const std::string& key) const {
+    auto found = peaks_.find(key);
+    return found == peaks_.end() ? std::nullopt : std::optional<uint64_t>(found->second);
+  }
+  // Kept for the next grade; a file that cannot be written costs only a rerun.
+  void add(const std::string& key, uint64_t bytes) {
+    peaks_[key] = bytes;
+    std::error_code error;
+    fs::create_directories(file_.parent_path(), error);
+    std::ofstream out(file_, std::ios::app);
+    out << key << ' ' << bytes << '\n';
+  }
+
+ private:
+  fs::path file_;
+  std::map<std::string, uint64_t> peaks_;
+};
+
+// What decides the model solution's peak on a case: its compiled object, the
+// runner, and the case's sizes (its description), not the values drawn.
+std::string control_key(const fs::path& object, const std::string& runner, const wire::Record& record) {
+  Sha256 digest;
+  digest.update(read_file(object));
+  std::error_code error;
+  digest.update(runner + ":" + std::to_string(fs::file_size(runner, error)) + ":" +
+                std::to_string(fs::last_write_time(runner, error).time_since_epoch().count()));
+  digest.update(record.string("case") + "|" + record.string_or("describe", ""));
+  return digest.hex();
+}
+
+// The suite's memory cases run again on their own by the learner's code, and
+// by the exercise's model solution (compiled like a submission, in a scratch
+// folder of its own that the learner's runner never sees; from the compile
+// cache after the first time), each in a runner of its own: the kernel's
+// count of each runner's peak. The learner's code cannot reach that count.
+OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade& prepared,
+                                     const std::vector<wire::Record>& requests) {
+  OutsideMemory memory;
+  const auto cases = prepared.suite->outside_memory_cases();
+  const auto& sandbox = options.sandbox;
+  if (sandbox.cgroups.empty()) {
+    memory.unavailable = "no cgroup for the runner here";
+    return memory;
+  }
+  std::vector<wire::Record> records;
+  for (const auto& request : requests) {
+    if (std::find(cases.begin(), cases.end(), request.string("case")) != cases.end()) records.push_back(request);
+  }
+  const auto& exercise = prepared.exercise;
+  const auto solutions = options.project_root / "solutions" / exercise.id;
+  std::optional<fs::path> solution;
+  for (const auto& name : exercise.learner_files) {
+    if (fs::is_regular_file(solutions / name)) solution = solutions / name;
+  }
+  if (!solution || exercise.learner_files.size() != 1) {
+    memory.unavailable = "no model solution installed to compare with";
+    return memory;
+  }
+  ScratchFolder control(scratch_base(), false, sandbox.drop_to_nobody);
+  const auto control_view = grade_confinement(prepared.toolchain, exercise, options.project_root, options.build_dir,
+                                              solutions, options.hide, control.path());
+  const auto compiled =
+      compile_submission(prepared.toolchain, exercise, Submission{*solution, read_submission(*solution)},
+                         control.path(), options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
+                         sandbox, control_view);
+  if (!compiled.ok) throw GraderFault("the model solution of " + exercise.id + " does not compile: " + compiled.diagnostics);
+  // Case by case, each in a runner of its own: one case's peak is compared
+  // with the model solution's on the same case. The model solution's peaks
+  // are kept (its object, the runner and the case's sizes decide them).
+  ControlPeaks known(options.build_dir / "cache" / exercise.id / "memory-control.txt");
+  for (const auto& record : records) {
+    const auto key = control_key(compiled.shared_object, prepared.toolchain.runner, record);
+    auto control_peak = known.find(key);
+    if (!control_peak) {
+      const auto theirs = run_for_memory(prepared, sandbox, {record}, compiled.shared_object, control.path(),
+                                         control_view);
+      if (!theirs.exited_cleanly() || !theirs.memory_peak_bytes) {
+        memory.unavailable = "the model solution's run of " + record.string("case") + " " +
+                             (theirs.memory_peak_bytes ? "ended with " + theirs.describe_end()
+                                                       : std::string("had no peak"));
+        return memory;
+      }
+      control_peak = *theirs.memory_peak_bytes;
+      known.add(key, *control_peak);
+    }
+    const auto yours = run_for_memory(prepared, sandbox, {record}, prepared.shared_object, prepared.scratch->path(),
+                                      prepared.confinement);
+    size_t delivered = 0;
+    try {
+      const auto stream = wire::split_runner_stream(yours.result);
+      if (stream.ready && !yours.result_truncated) delivered = decode_results(stream).cases.size();
+    } catch (const wire::WireError&) {
+    }
+    if (yours.memory_exceeded) {
+      memory.learner_end = "killed at the memory limit";
+    } else if (yours.timed_out) {
+      memory.learner_end = "stopped at the time limit";
+    } else if (!yours.exited_cleanly() || delivered != 1) {
+      memory.learner_end = yours.exited_cleanly() ? "its results were incomplete" : yours.describe_end();
+    }
+    if (!memory.learner_end.empty()) {
+      memory.learner_end += " on " + record.string("case");
+      return memory;
+    }
+    if (!yours.memory_peak_bytes) {
+      memory.unavailable = "the runner's cgroup had no peak";
+      return memory;
+    }
+    // The case where the learner's code holds the most beyond the model solution's.
+    const double beyond = static_cast<double>(*yours.memory_peak_bytes) - static_cast<double>(*control_peak);
+    if (memory.case_id.empty() ||
+        beyond > static_cast<double>(memory.learner_peak) - static_cast<double>(memory.control_peak)) {
+      memory.learner_peak = *yours.memory_peak_bytes;
+      memory.control_peak = *control_peak;
+      memory.case_id = record.string("case");
+    }
+  }
+  return memory;
+}
+
 CaseLimitRule case_rule(const GradeOptions& options, const PreparedGrade& prepared) {
   auto rule = case_limit_rule(prepared.target.device);
   if (options.case_seconds) rule.floor_seconds = *options.case_seconds;
@@ -360,6 +529,7 @@ struct GradeInProgress {
   Clock::time_point start;
   GradeReport report;
   std::vector<double> reference_seconds;  // the reference's time on each request (Suite::reference_seconds)
+  std::optional<OutsideMemory> outside_memory;  // where the suite asks for it
 
   GradeInProgress(const GradeOptions& options_, PreparedGrade& prepared_, const Submission& submission,
                   Clock::time_point start_)
@@ -533,6 +703,7 @@ struct GradeInProgress {
     JudgeInput input;
     input.forbidden_symbols = compiled.forbidden_symbols;
     input.seed = report.seed;
+    input.outside_memory = outside_memory;
     for (size_t i = 0; i < requests.size(); ++i) {
       input.cases[requests[i].string("case")] =
           CaseRun{requests[i], responses[i].outputs, responses[i].error, responses[i].trace};
@@ -635,6 +806,9 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
   auto run_start = Clock::now();
   auto outcome =
       prepared->runner->finish(encode_planned(requests), case_limits_of(options, *prepared, grading.reference_seconds));
+  if (outcome.exited_cleanly() && !prepared->suite->outside_memory_cases().empty()) {
+    grading.outside_memory = measure_outside_memory(options, *prepared, requests);
+  }
   grading.report.run_seconds = seconds_since(run_start);
   return grading.conclude(compiled, requests, outcome, speed_request);
 }
@@ -696,6 +870,12 @@ std::vector<GradeReport> grade_on_seeds(const GradeOptions& base, const std::vec
     prepared.reset();  // its runner has ended; each grade starts its own
     for (auto seed : seeds) reports.push_back(alone(seed));
     return reports;
+  }
+  // The memory measured from outside depends on the cases' sizes, not on
+  // the inputs drawn: measured once, on the first seed's cases.
+  if (!prepared->suite->outside_memory_cases().empty()) {
+    const auto memory = measure_outside_memory(options, *prepared, requests.front());
+    for (auto& grading : grades) grading.outside_memory = memory;
   }
   // Each grade judges its own slice, as if its runner had run it alone.
   size_t at = 0;

@@ -42,15 +42,18 @@ std::vector<std::string> depfile_headers(const fs::path& depfile, const std::vec
 }
 
 IncludePolicy::IncludePolicy(const Toolchain& toolchain, const Exercise& exercise, const fs::path& pch) {
+  auto allow_file = [this](const fs::path& file) {
+    if (file.empty()) return;
+    files_.insert(file.lexically_normal());
+    real_files_.insert(real_path(file));
+  };
   for (const auto& file : {exercise.dir / exercise.interface_header, pch, fs::path(toolchain.prelude),
                            fs::path(toolchain.pch_support)}) {
-    if (!file.empty()) files_.insert(file.lexically_normal());
+    allow_file(file);
   }
   // LibTorch's API module: its map, and what it is built from, read with it.
   if (!pch.empty() && pch == fs::path(toolchain.torch_module)) {
-    for (const auto& file : {toolchain.torch_module_map, toolchain.torch_api_header}) {
-      if (!file.empty()) files_.insert(fs::path(file).lexically_normal());
-    }
+    for (const auto& file : {toolchain.torch_module_map, toolchain.torch_api_header}) allow_file(file);
   }
   std::vector<fs::path> dirs = {"/usr/include", "/usr/lib", "/usr/local/include"};
   // The CUDA Toolkit's own headers (for a .cu; under /usr/local/cuda, say),
@@ -62,19 +65,43 @@ IncludePolicy::IncludePolicy(const Toolchain& toolchain, const Exercise& exercis
     if (!error) dirs.push_back(real);
   }
   dirs.insert(dirs.end(), toolchain.system_include_dirs.begin(), toolchain.system_include_dirs.end());
-  for (const auto& dir : dirs) {
-    auto text = dir.lexically_normal().string();
+  auto folder_text = [](const fs::path& dir) {
+    auto text = dir.string();
     while (text.size() > 1 && text.back() == '/') text.pop_back();
-    dirs_.push_back(text);
+    return text;
+  };
+  for (const auto& dir : dirs) {
+    dirs_.push_back(folder_text(dir.lexically_normal()));
+    real_dirs_.push_back(folder_text(real_path(dir)));
   }
 }
 
-bool IncludePolicy::allows(const std::string& header) const {
-  const fs::path path = fs::path(header).lexically_normal();
+fs::path IncludePolicy::real_path(const fs::path& path) {
+  std::error_code error;
+  auto real = fs::weakly_canonical(path, error);
+  return error ? path.lexically_normal() : real;
+}
+
+bool IncludePolicy::inside(const fs::path& path, const std::set<fs::path>& files, const std::vector<std::string>& dirs) {
   const std::string& file = path.string();
-  return files_.count(path) || std::any_of(dirs_.begin(), dirs_.end(), [&file](const std::string& dir) {
+  return files.count(path) || std::any_of(dirs.begin(), dirs.end(), [&file](const std::string& dir) {
            return file.size() > dir.size() && file.compare(0, dir.size(), dir) == 0 && file[dir.size()] == '/';
          });
+}
+
+bool IncludePolicy::allows(const std::string& header) const {
+  const fs::path path(header);
+  if (!inside(path.lexically_normal(), files_, dirs_)) return false;
+  // A path that names /proc or /dev on the way is refused before the grader
+  // resolves anything: there, the grader's own descriptors would answer for
+  // the compiler's.
+  for (const auto& part : path) {
+    if (part == "proc" || part == "dev") return false;
+  }
+  // As the file system resolves it too: a path through a link (Debian's
+  // /usr/lib/llvm-14/build/Release is "..") can read as an allowed folder's
+  // and lead out of it.
+  return inside(real_path(path), real_files_, real_dirs_);
 }
 
 bool includes_all_of_libtorch(const std::string& text) {

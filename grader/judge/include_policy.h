@@ -1,6 +1,6 @@
 // What a submission may include (the compiler's dependency file, checked
 // against the allowed places), and the guess of which precompiled header it
-// needs. Decided on the text of the paths alone.
+// needs.
 #pragma once
 
 #include <filesystem>
@@ -17,18 +17,24 @@ namespace grader {
 // toolchain's (LibTorch's) include folders and the system's headers (the C++
 // library, the compiler's own). Anything else (another file of this project,
 // /dev/stdin, /proc/...) is refused as the learner's compile error.
-// Decided on the text of the paths alone: they are the compiler's view inside
-// the sandbox, and touching them from the grader (a /proc/self/fd/N, a device)
-// would be acting on the learner's behalf. (A compile lists thousands of
-// headers: the allowed places are normalised once.)
+// Decided on the text of the path, then on where its links lead: a path that
+// reads as an allowed folder's must also resolve inside one (links resolved
+// in the grader's view, which shows the same files at the same paths). A path
+// with a /proc or /dev component is refused before anything is resolved: the
+// grader's own descriptors would answer for the compiler's. (A compile lists
+// thousands of headers: the allowed places are normalised once.)
 class IncludePolicy {
  public:
   IncludePolicy(const Toolchain& toolchain, const Exercise& exercise, const std::filesystem::path& pch);
   bool allows(const std::string& header) const;
 
  private:
-  std::set<std::filesystem::path> files_;
-  std::vector<std::string> dirs_;  // normalised, no trailing '/'
+  // The path with every link resolved (as far as it exists), else as written.
+  static std::filesystem::path real_path(const std::filesystem::path& path);
+  static bool inside(const std::filesystem::path& path, const std::set<std::filesystem::path>& files,
+                     const std::vector<std::string>& dirs);
+  std::set<std::filesystem::path> files_, real_files_;
+  std::vector<std::string> dirs_, real_dirs_;  // normalised (real: links resolved), no trailing '/'
 };
 
 // Headers listed in a make-style dependency file (the compiled files left

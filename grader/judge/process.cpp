@@ -430,6 +430,25 @@ class ChildRun {
     return true;
   }
 
+  // ChildSpec::memory_peak_until_results: the cgroup's peak counted from the
+  // ready marker (before any learner code loads) until the results are in
+  // whole; then the channel is closed, which lets the runner end (what ending
+  // touches, LibTorch's teardown writing to pages it shares with the zygote,
+  // is not the code's).
+  void follow_memory_peak() {
+    if (!spec_.memory_peak_until_results || !spec_.run_stage || !cgroup_ || peak_taken_) return;
+    const auto stage = spec_.run_stage(outcome_.result);
+    if (stage == RunStage::starting) return;
+    if (!peak_reset_) {
+      peak_reset_ = true;
+      cgroup_->reset_memory_peak();
+    }
+    if (stage != RunStage::results_whole) return;
+    peak_taken_ = true;
+    outcome_.memory_peak_bytes = cgroup_->memory_peak_bytes();
+    close_fd(result_.read);
+  }
+
   // The step under way (ChildSpec::step_limit), read off the result channel
   // as it grows: a new step gets its own deadline from `now`.
   void follow_steps(Clock::time_point now) {
@@ -469,6 +488,7 @@ class ChildRun {
       return true;
     }
     follow_steps(now);
+    follow_memory_peak();
     if (!reaped_ && step_ != kNoStep && spent(now, step_base_, step_stall_base_, step_seconds_, step_deadline_)) {
       outcome_.timed_out = true;
       outcome_.step_limit_seconds = step_seconds_;
@@ -578,6 +598,7 @@ class ChildRun {
       cgroup_->kill_all();
       outcome_.cpu_seconds = cgroup_->cpu_seconds() + cpu_before_;
       outcome_.memory_exceeded = cgroup_->oom_kills() > 0;
+      if (!peak_taken_) outcome_.memory_peak_bytes = cgroup_->memory_peak_bytes();
       outcome_.process_cap_hit = cgroup_->process_cap_hits() > 0;
       if (outcome_.cpu_seconds > spec_.limits.cpu_seconds) outcome_.cpu_exceeded = outcome_.timed_out = true;
     }
@@ -618,6 +639,7 @@ class ChildRun {
   int devnull_ = -1;
   Pipe out_, err_, request_, result_, args_;
   std::unique_ptr<Cgroup> cgroup_;
+  bool peak_reset_ = false, peak_taken_ = false;  // follow_memory_peak
   std::optional<Zygote::Child> forked_;  // a zygote's child, where one forked it
   pid_t pid_ = -1;
   Clock::time_point start_;

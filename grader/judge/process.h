@@ -39,6 +39,8 @@ struct StepLimit {
   double seconds = 0;
 };
 
+enum class RunStage { starting, running, results_whole };
+
 struct ChildOutcome {
   bool started = false;
   bool timed_out = false;
@@ -60,6 +62,7 @@ struct ChildOutcome {
   // A step ran past its own limit (also sets timed_out): how long it was allowed.
   std::optional<double> step_limit_seconds;
   bool memory_exceeded = false;  // the kernel killed something of it for memory
+  std::optional<uint64_t> memory_peak_bytes;  // the most it held at once, by the cgroup's count
   bool process_cap_hit = false;  // a fork or thread creation was refused
   bool output_exceeded = false;  // stopped at the output limit
   bool abandoned = false;        // the deferred request never came: killed before it ran anything asked of it
@@ -92,6 +95,15 @@ struct ChildSpec {
   std::string launcher_args;
   ChildLimits limits;
   bool use_cgroup = false;           // run it in its own cgroup (memory, processes, CPU time)
+  // ChildOutcome::memory_peak_bytes is the cgroup's peak from the runner's
+  // ready marker (wire::kRunnerReady, before any learner code loads; what is
+  // held then counts) until its results are in whole, when the result
+  // channel is closed: a runner asked to (the request's "hold_after_results")
+  // waits for that before it ends.
+  bool memory_peak_until_results = false;
+  // Where the result channel's bytes say the run stands (set with
+  // memory_peak_until_results: the wire format is the caller's).
+  std::function<RunStage(const std::string& result)> run_stage;
   bool drop_to_nobody = false;       // switch to user and group 65534 before exec (the grader runs as root)
   bool signal_in_exit_code = false;  // argv[0] reports a child's death by signal N as exit status 128+N (bwrap)
   // Given to the child as fd 3 instead of a request (a zygote's control

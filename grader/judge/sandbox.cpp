@@ -309,6 +309,19 @@ int Cgroup::oom_kills() const {
   return static_cast<int>(keyed_value(memory_dir_ + "/memory.oom_control", "oom_kill"));
 }
 
+std::optional<uint64_t> Cgroup::memory_peak_bytes() const {
+  // v1: memory.max_usage_in_bytes; v2: memory.peak (Linux 5.19 and later).
+  const auto file = memory_dir_ + (version_ == "v2" ? "/memory.peak" : "/memory.max_usage_in_bytes");
+  std::istringstream text(read_text(file));
+  unsigned long long bytes = 0;
+  if (!(text >> bytes) || bytes == 0) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
+
+void Cgroup::reset_memory_peak() {
+  if (version_ != "v2") write_text(memory_dir_ + "/memory.max_usage_in_bytes", "0");
+}
+
 int Cgroup::process_cap_hits() const { return static_cast<int>(keyed_value(pids_dir_ + "/pids.events", "max")); }
 
 void Cgroup::kill_all() {

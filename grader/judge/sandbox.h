@@ -57,6 +57,12 @@ class Cgroup {
   std::vector<pid_t> threads() const;  // the threads in it now
   int oom_kills() const;         // processes the kernel killed for memory
   int process_cap_hits() const;  // forks/clones refused by the process cap
+  // The most memory everything in it held at once, by the kernel's count
+  // (anonymous memory, stacks, page cache it brought in); nothing where the
+  // kernel does not say (cgroup v2 before Linux 5.19).
+  std::optional<uint64_t> memory_peak_bytes() const;
+  // Restarts that peak from what is held now (cgroup v1; v2 keeps its peak).
+  void reset_memory_peak();
   void kill_all();               // SIGKILL everything still in it, until empty
 
  private:

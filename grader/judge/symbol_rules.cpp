@@ -17,6 +17,10 @@ struct SymbolRule {
   const char* why;
   bool exact;                // the whole (C) symbol name, not a part of it
   bool refuses_run = false;  // the code is not run at all (it reaches into the grader itself, or past its measurements)
+  // A pattern for LibTorch's own (exported) functions: it must match a symbol
+  // of the LibTorch the grader runs on (libtorch_kernel_patterns, tested), or
+  // it guards nothing. "cuda": of its CUDA library, where there is one.
+  const char* in_libtorch = "";
 };
 const SymbolRule kJudgeRules[] = {
     {"RecordFunction", "drives or switches off LibTorch's operator recording, which the grader relies on", false},
@@ -27,15 +31,23 @@ const SymbolRule kJudgeRules[] = {
     {"clearCallbacks", "removes the grader's operator callback", false},
     {"disableCallback", "disables the grader's operator callback", false},
     // An operator's implementation called directly skips the dispatcher, and so the recording.
-    {"2at6native", "calls an operator's implementation (at::native) directly, bypassing the dispatcher", false},
-    {"2at3cpu", "calls a CPU kernel (at::cpu) directly, bypassing the dispatcher", false},
-    {"2at4cuda", "calls a CUDA kernel (at::cuda) directly, bypassing the dispatcher", false},
-    {"2at4meta", "calls an operator's meta function directly, bypassing the dispatcher", false},
-    {"2at27composite", "calls an operator's composite implementation directly, bypassing the dispatcher", false},
-    {"2at36composite", "calls an operator's composite implementation directly, bypassing the dispatcher", false},
+    {"2at6native", "calls an operator's implementation (at::native) directly, bypassing the dispatcher", false, false,
+     "cpu"},
+    {"2at3cpu", "calls a CPU kernel (at::cpu) directly, bypassing the dispatcher", false, false, "cpu"},
+    {"2at4cuda", "calls a CUDA kernel (at::cuda) directly, bypassing the dispatcher", false, false, "cuda"},
+    {"2at4meta", "calls an operator's meta function directly, bypassing the dispatcher", false, false, "cpu"},
+    // at::compositeexplicitautograd and at::compositeimplicitautograd (25
+    // letters), ...autogradnestedtensor (37), ...autogradnonfunctional (38).
+    {"2at25composite", "calls an operator's composite implementation directly, bypassing the dispatcher", false, false,
+     "cpu"},
+    {"2at37composite", "calls an operator's composite implementation directly, bypassing the dispatcher", false, false,
+     "cpu"},
+    {"2at38composite", "calls an operator's composite implementation directly, bypassing the dispatcher", false, false,
+     "cpu"},
+    // at::redispatch:: is inline in LibTorch's headers: found in the learner's own object.
     {"2at10redispatch", "re-dispatches an operator past the dispatcher's recording", false},
-    {"10redispatchE", "re-dispatches an operator past the dispatcher's recording", false},
-    {"12VariableType", "calls autograd's kernels directly, bypassing the dispatcher", false},
+    {"10redispatchE", "re-dispatches an operator past the dispatcher's recording", false, false, "cpu"},
+    {"12VariableType", "calls autograd's kernels directly, bypassing the dispatcher", false, false, "cpu"},
     // The driver is loaded with the learner's code (its library, or linked in
     // for a CUDA exercise): a definition of one of its functions or a call
     // into it would let learner code steer what the runner records.
@@ -99,6 +111,13 @@ const SymbolRule kJudgeRules[] = {
      true},
     {"__libc_memalign", "calls the C library's allocator by its inner name, past the grader's memory accounting", true,
      true},
+    {"__libc_valloc", "calls the C library's allocator by its inner name, past the grader's memory accounting", true,
+     true},
+    {"__libc_pvalloc", "calls the C library's allocator by its inner name, past the grader's memory accounting", true,
+     true},
+    {"__mmap", "maps memory by hand, past the grader's memory accounting", true, true},
+    {"__sbrk", "moves the heap's end by hand, past the grader's memory accounting", true, true},
+    {"__curbrk", "moves the heap's end by hand, past the grader's memory accounting", true, true},
     {"syscall", "makes raw system calls, past the C library", true, true},
 };
 
@@ -145,6 +164,14 @@ std::optional<Symbol> parse_readelf_line(const std::string& line) {
 }
 
 }  // namespace
+
+std::vector<std::string> libtorch_kernel_patterns(const std::string& library) {
+  std::vector<std::string> patterns;
+  for (const auto& rule : kJudgeRules) {
+    if (library == rule.in_libtorch) patterns.emplace_back(rule.pattern);
+  }
+  return patterns;
+}
 
 SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise) {
   std::map<std::string, std::string> found;  // what it means -> the first symbol that showed it

@@ -23,4 +23,11 @@ SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exerc
 // attention code never does (reading /proc): one line each.
 std::vector<std::string> forbidden_text_in(const std::string& object_bytes);
 
+// The judge's patterns for LibTorch's kernels past the dispatcher, each of
+// which must match an exported symbol of `library` ("cpu": libtorch_cpu,
+// "cuda": libtorch_cuda) of the LibTorch the grader runs on: a pattern that
+// matches none (a namespace's length mistyped in its mangled form) guards
+// nothing. tests/judge_test.cpp reads the libraries' symbol tables.
+std::vector<std::string> libtorch_kernel_patterns(const std::string& library);
+
 }  // namespace grader

@@ -21,12 +21,14 @@
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/dropout.h>
 
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "runner/driver_api.h"
+#include "wire/fields.h"
 #include "runner/speed_timer.h"
 
 namespace grader::driver {
@@ -171,23 +173,24 @@ inline void backward_and_report(const wire::Record& request, wire::Record& respo
 
 // A dropout-site case (kit kind dropout_sites) fixes the p of registered
 // Dropout modules (or a MultiheadAttention's own dropout): "dropout_p" holds
-// lines "<path> <p>". A path that is neither is reported in
-// "dropout_p_missing", one per line.
+// lines of fields "<path> <p>" (wire/fields.h: a path is the learner's text).
+// A path that is neither is reported in "dropout_p_missing", one line each.
 inline void set_dropouts(const wire::Record& request, wire::Record& response, torch::nn::Module& module) {
-  std::istringstream lines(request.string_or("dropout_p", ""));
-  std::string path, missing;
-  double p = 0;
+  std::string missing;
   auto modules = module.named_modules();
-  while (lines >> path >> p) {
+  for (const auto& line : wire::field_lines(request.string_or("dropout_p", ""))) {
+    const auto p = line.size() == 2 ? wire::number_field(line[1]) : std::nullopt;
+    if (!p) continue;
+    const auto& path = line[0];
     auto* found = modules.find(path);
     auto dropout = found ? std::dynamic_pointer_cast<torch::nn::DropoutImpl>(*found) : nullptr;
     auto attention = found ? std::dynamic_pointer_cast<torch::nn::MultiheadAttentionImpl>(*found) : nullptr;
     if (dropout) {
-      dropout->options.p(p);
+      dropout->options.p(*p);
     } else if (attention) {
-      attention->options.dropout(p);  // its own dropout on the attention weights
+      attention->options.dropout(*p);  // its own dropout on the attention weights
     } else {
-      missing += path + '\n';
+      missing += wire::fields_line({path});
     }
   }
   if (!missing.empty()) response.strings["dropout_p_missing"] = missing;
@@ -197,31 +200,35 @@ inline void set_dropouts(const wire::Record& request, wire::Record& response, to
 // dropouts), moves it to the case's device and dtype, loads the case's
 // parameters by name and sets the mode. False when a parameter could not be
 // loaded (reported as missing_parameters): the case goes no further.
+// The names are the learner's text: every list below is lines of fields
+// (wire/fields.h), names escaped, so no name reads as another field.
 template <typename Module>
 bool prepare_module(const wire::Record& request, wire::Record& response, Module& module) {
-  std::ostringstream names, dropouts, shared;
+  std::string names, dropouts, shared;
   std::vector<std::pair<const void*, std::string>> seen;
   for (const auto& item : module->named_parameters()) {
-    names << item.key();
-    for (auto size : item.value().sizes()) names << ' ' << size;
-    names << '\n';
+    std::vector<std::string> fields = {item.key()};
+    for (auto size : item.value().sizes()) fields.push_back(std::to_string(size));
+    names += wire::fields_line(fields);
     const void* impl = item.value().unsafeGetTensorImpl();
     for (const auto& [other, name] : seen) {
       if (other == impl) {
-        shared << item.key() << ' ' << name << '\n';
+        shared += wire::fields_line({item.key(), name});
         break;
       }
     }
     seen.emplace_back(impl, item.key());
   }
-  response.strings["parameters"] = names.str();
-  response.strings["shared_parameters"] = shared.str();
+  response.strings["parameters"] = names;
+  response.strings["shared_parameters"] = shared;
   for (const auto& item : module->named_modules()) {
     if (auto dropout = std::dynamic_pointer_cast<torch::nn::DropoutImpl>(item.value())) {
-      dropouts << (item.key().empty() ? "(the module itself)" : item.key()) << ' ' << dropout->options.p() << '\n';
+      char p[32];
+      std::snprintf(p, sizeof p, "%.17g", dropout->options.p());
+      dropouts += wire::fields_line({item.key().empty() ? "(the module itself)" : item.key(), p});
     }
   }
-  response.strings["dropouts"] = dropouts.str();
+  response.strings["dropouts"] = dropouts;
 
   // A case of the module as built (as_built) moves it to the device only: the
   // dtypes its constructor chose stay, as in a user's code.
@@ -238,7 +245,7 @@ bool prepare_module(const wire::Record& request, wire::Record& response, Module&
     const auto& name = *found;
     auto* target = parameters.find(name);
     if (!target || target->sizes() != tensor.sizes()) {
-      missing += name + '\n';
+      missing += wire::fields_line({name});
       continue;
     }
     torch::NoGradGuard no_grad;
@@ -249,13 +256,14 @@ bool prepare_module(const wire::Record& request, wire::Record& response, Module&
     return false;
   }
   // Registered buffers as .to(dtype) left them: "name dtype requires_grad size...".
-  std::ostringstream buffers;
+  std::string buffers;
   for (const auto& item : module->named_buffers()) {
-    buffers << item.key() << ' ' << c10::toString(item.value().scalar_type()) << ' ' << item.value().requires_grad();
-    for (auto size : item.value().sizes()) buffers << ' ' << size;
-    buffers << '\n';
+    std::vector<std::string> fields = {item.key(), c10::toString(item.value().scalar_type()),
+                                       item.value().requires_grad() ? "1" : "0"};
+    for (auto size : item.value().sizes()) fields.push_back(std::to_string(size));
+    buffers += wire::fields_line(fields);
   }
-  response.strings["buffers"] = buffers.str();
+  response.strings["buffers"] = buffers;
   module->train(request.integer_or("train", 0) != 0);
   set_dropouts(request, response, *module);
   return true;

@@ -32,7 +32,9 @@ at::CallbackHandle handle = 0;
 std::string forward_marker;
 constexpr char kEngineNode[] = "autograd::engine::evaluate_function: ";
 bool in_forward = false;
-int depth = 0;
+// Per thread: an operator one thread is inside (a helper parked in one) says
+// nothing of the depth of another thread's calls.
+thread_local int depth = 0;
 // Keyed by storage: LibTorch's C++ factories wrap the operator's result in a
 // new tensor object over the same storage, and views share it too.
 struct HostMade {

@@ -9,6 +9,8 @@
 #include <vector>
 #include <tuple>
 
+#include "wire/fields.h"
+
 namespace grader::wire {
 namespace {
 
@@ -48,37 +50,34 @@ std::optional<DeviceEvent::Kind> kind_of(const std::string& name) {
   return std::nullopt;
 }
 
-// One event per line: "<kind> <op>[ <factory>]".
+// One event per line, of fields (wire/fields.h: an operator's name is text a
+// learner's own operator chooses): "<kind> <op>[ <factory>]".
 std::string events_text(const std::vector<DeviceEvent>& events) {
   std::string text;
   for (const auto& event : events) {
-    text += std::string(kind_name(event.kind)) + " " + event.op;
-    if (!event.factory.empty()) text += " " + event.factory;
-    text += '\n';
+    std::vector<std::string> fields = {kind_name(event.kind), event.op};
+    if (!event.factory.empty()) fields.push_back(event.factory);
+    text += fields_line(fields);
   }
   return text;
 }
 
 std::vector<DeviceEvent> events_of(const std::string& text) {
   std::vector<DeviceEvent> events;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream words(line);
-    std::string kind, op, factory;
-    words >> kind >> op >> factory;
-    const auto known = kind_of(kind);
-    if (!known || op.empty()) continue;
-    events.push_back({*known, op, factory});
+  for (const auto& fields : field_lines(text)) {
+    const auto known = kind_of(fields[0]);
+    if (!known || fields.size() < 2 || fields.size() > 3 || fields[1].empty()) continue;
+    events.push_back({*known, fields[1], fields.size() == 3 ? fields[2] : ""});
   }
   return events;
 }
 
-// "<bytes> <op> <size> <size> ...".
+// Fields "<bytes> <op> <size> <size> ...".
 std::string largest_text(const std::optional<LargestOutput>& largest) {
   if (!largest || largest->bytes == 0) return "";
-  std::string text = std::to_string(largest->bytes) + " " + largest->op;
-  for (auto size : largest->sizes) text += " " + std::to_string(size);
-  return text;
+  std::vector<std::string> fields = {std::to_string(largest->bytes), largest->op};
+  for (auto size : largest->sizes) fields.push_back(std::to_string(size));
+  return fields_line(fields);
 }
 
 // A count as a whole number: what a trace read from the wire holds can be
@@ -89,12 +88,19 @@ int64_t whole_count(double value) {
 }
 
 std::optional<LargestOutput> largest_of(const std::string& text) {
-  std::istringstream in(text);
+  const auto lines = field_lines(text);
+  if (lines.size() != 1 || lines[0].size() < 2) return std::nullopt;
+  const auto& fields = lines[0];
+  const auto bytes = number_field(fields[0]);
+  if (!bytes) return std::nullopt;
   LargestOutput largest;
-  double bytes = 0;
-  if (!(in >> bytes >> largest.op)) return std::nullopt;
-  largest.bytes = whole_count(bytes);
-  for (int64_t size = 0; in >> size;) largest.sizes.push_back(size);
+  largest.bytes = whole_count(*bytes);
+  largest.op = fields[1];
+  for (size_t i = 2; i < fields.size(); ++i) {
+    const auto size = integer_field(fields[i]);
+    if (!size) break;
+    largest.sizes.push_back(*size);
+  }
   return largest;
 }
 

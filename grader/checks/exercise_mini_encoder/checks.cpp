@@ -62,9 +62,8 @@ CheckResult distinct_layers(const kit::Kit& kit, const CheckSpec& spec) {
   std::set<std::string> pairs;
   // "layers.1.linear1.weight" -> "layers.1": the module both belong to.
   auto module_of = [](const std::string& n) { return n.substr(0, n.find('.', n.find('.') + 1)); };
-  std::istringstream lines(run.response.string_or("shared_parameters", ""));
-  for (std::string name, other; lines >> name >> other;) {
-    pairs.insert(module_of(name) + " is the same module as " + module_of(other));
+  for (const auto& fields : wire::field_lines(run.response.string_or("shared_parameters", ""))) {
+    if (fields.size() == 2) pairs.insert(module_of(fields[0]) + " is the same module as " + module_of(fields[1]));
   }
   if (pairs.empty()) {
     if (!run.response.string_or("missing_parameters", "").empty()) {

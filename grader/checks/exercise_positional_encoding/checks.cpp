@@ -163,28 +163,6 @@ CheckResult encoding_pattern(const kit::Kit& kit, const CheckSpec& spec) {
                                          base > 0 ? fmt::format(" (they fall like {:.4g}^(-2i/d_model))", base) : ""));
 }
 
-// "name dtype requires_grad size..." lines of the driver.
-struct Buffer {
-  std::string name, dtype;
-  bool requires_grad = false;
-  std::vector<int64_t> sizes;
-};
-
-std::vector<Buffer> buffers_of(const CaseRun& run) {
-  std::vector<Buffer> out;
-  std::istringstream lines(run.response.string_or("buffers", ""));
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream fields(line);
-    Buffer buffer;
-    int grad = 0;
-    fields >> buffer.name >> buffer.dtype >> grad;
-    buffer.requires_grad = grad != 0;
-    for (int64_t size; fields >> size;) buffer.sizes.push_back(size);
-    out.push_back(buffer);
-  }
-  return out;
-}
-
 CheckResult registered_buffer(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& results = kit.results();
   const auto& run = kit.input().at("shape_0");
@@ -192,24 +170,23 @@ CheckResult registered_buffer(const kit::Kit& kit, const CheckSpec& spec) {
   const auto d = run.request.integer(wire::key::dim("D")), l = run.request.integer(wire::key::dim("L"));
   std::vector<std::string> evidence = {"constructed with d_model=" + std::to_string(d) +
                                        ", max_len=" + std::to_string(l)};
-  auto parameters = run.response.string_or("parameters", "");
+  const auto parameters = kit::module_parameters(run);
   if (!parameters.empty()) {
-    evidence.push_back("parameters: " + first_line(parameters) +
-                       (parameters.find('\n') + 1 < parameters.size() ? ", ..." : ""));
+    evidence.push_back("parameters: " + parameters.front().describe() + (parameters.size() > 1 ? ", ..." : ""));
     return results.fail(spec.id,
                         "the module has parameters: the encoding is fixed, not learned; a parameter would be "
                         "updated by the optimizer and tracked by autograd. Register the table with "
                         "register_buffer(\"pe\", table)",
                         evidence);
   }
-  auto buffers = buffers_of(run);
+  const auto buffers = kit::module_buffers(run);
   if (buffers.empty()) {
     return results.fail(spec.id,
                         "no buffer is registered: a plain tensor member does not move with module->to() and is not "
                         "saved with the module; register the table with register_buffer(\"pe\", table)",
                         evidence);
   }
-  auto found = std::find_if(buffers.begin(), buffers.end(), [](const Buffer& b) { return b.name == "pe"; });
+  auto found = std::find_if(buffers.begin(), buffers.end(), [](const kit::Registered& b) { return b.name == "pe"; });
   if (found == buffers.end()) {
     evidence.push_back("registered buffers: " + buffers.front().name + (buffers.size() > 1 ? ", ..." : ""));
     return results.fail(spec.id, "register the table under the name the interface gives: \"pe\"", evidence);

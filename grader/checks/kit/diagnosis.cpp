@@ -390,9 +390,8 @@ std::optional<CheckResult> Kit::explain_unloaded(const std::string& check, const
   std::set<std::string> named;
   for (const auto& param : parameters_of(exercise_.signature.parameters, data_of(run).dims)) named.insert(param.name);
   std::vector<std::string> unloaded;
-  for (const auto& line : split_lines(run.response.string_or("parameters", ""))) {
-    auto name = line.substr(0, line.find(' '));
-    if (!named.count(name)) unloaded.push_back(name);
+  for (const auto& param : module_parameters(run)) {
+    if (!named.count(param.name)) unloaded.push_back(param.name);
   }
   if (exercise_.signature.parameters.empty() || unloaded.empty()) return std::nullopt;
   {

@@ -230,10 +230,56 @@ int64_t evaluate_dim(const std::string& expression, const Dims& dims) {
 }
 
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path) {
-  for (const auto& line : split_lines(run.response.string_or("dropouts", ""))) {
-    if (line.rfind(path + " ", 0) == 0) return std::stod(line.substr(path.size() + 1));
+  // Fields "<path> <p>" (wire/fields.h): a path is the learner's text.
+  for (const auto& fields : wire::field_lines(run.response.string_or("dropouts", ""))) {
+    if (fields.size() == 2 && fields[0] == path) return wire::number_field(fields[1]);
   }
   return std::nullopt;
+}
+
+namespace {
+
+// Sizes from `first` on; false when one does not read as a size.
+bool sizes_from(const std::vector<std::string>& fields, size_t first, std::vector<int64_t>& sizes) {
+  for (size_t i = first; i < fields.size(); ++i) {
+    const auto size = wire::integer_field(fields[i]);
+    if (!size || *size < 0) return false;
+    sizes.push_back(*size);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string Registered::describe() const { return name + " " + shape_string(sizes); }
+
+std::vector<Registered> module_parameters(const CaseRun& run) {
+  std::vector<Registered> out;
+  for (const auto& fields : wire::field_lines(run.response.string_or("parameters", ""))) {
+    Registered one;
+    one.name = fields[0];
+    if (sizes_from(fields, 1, one.sizes)) out.push_back(std::move(one));
+  }
+  return out;
+}
+
+std::vector<Registered> module_buffers(const CaseRun& run) {
+  std::vector<Registered> out;
+  for (const auto& fields : wire::field_lines(run.response.string_or("buffers", ""))) {
+    if (fields.size() < 3 || (fields[2] != "0" && fields[2] != "1")) continue;
+    Registered one;
+    one.name = fields[0];
+    one.dtype = fields[1];
+    one.requires_grad = fields[2] == "1";
+    if (sizes_from(fields, 3, one.sizes)) out.push_back(std::move(one));
+  }
+  return out;
+}
+
+std::vector<std::string> listed_names(const CaseRun& run, const std::string& key) {
+  std::vector<std::string> names;
+  for (const auto& fields : wire::field_lines(run.response.string_or(key, ""))) names.push_back(fields[0]);
+  return names;
 }
 
 std::string repeat_case(const std::string& id) { return id + "~repeat"; }
@@ -244,11 +290,20 @@ std::string training_case(const std::string& id, int run) { return id + (run == 
 double float32_inverse_sqrt(double d) { return static_cast<double>(1.0f / std::sqrt(static_cast<float>(d))); }
 double inverse_of_float32_sqrt(double d) { return 1.0 / static_cast<double>(std::sqrt(static_cast<float>(d))); }
 
-std::optional<int64_t> unique_closest(std::vector<std::pair<double, int64_t>> errors, double tolerance) {
+std::optional<double> held_beyond(const OutsideMemory& memory, double allowance) {
+  if (!memory.unavailable.empty() || memory.learner_peak == 0 || memory.control_peak == 0) return std::nullopt;
+  const double beyond = static_cast<double>(memory.learner_peak) - static_cast<double>(memory.control_peak);
+  if (beyond > allowance) return beyond;
+  return std::nullopt;
+}
+
+ProbeReading read_probe(std::vector<std::pair<double, int64_t>> errors, double tolerance) {
   std::sort(errors.begin(), errors.end());
-  if (errors.empty() || errors[0].first > tolerance) return std::nullopt;
-  if (errors.size() > 1 && errors[1].first < 100 * errors[0].first) return std::nullopt;
-  return errors[0].second;
+  if (errors.empty() || errors[0].first > tolerance) return {ProbeReading::Kind::none, 0};
+  if (errors.size() > 1 && (errors[1].first <= tolerance || errors[1].first < 100 * errors[0].first)) {
+    return {ProbeReading::Kind::several, errors[0].second};
+  }
+  return {ProbeReading::Kind::one, errors[0].second};
 }
 
 std::string dropout_site_case(const std::string& id, const std::string& path) {

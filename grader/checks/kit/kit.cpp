@@ -63,6 +63,18 @@ Kit& Kit::measurement(const std::string& kind, CheckFn fn) {
   return custom(kind, std::move(fn));
 }
 
+Kit& Kit::memory_from_outside(const std::string& kind) {
+  for (const auto& check : exercise_.checks) {
+    if (check.kind != kind) continue;
+    for (const auto& id : check.cases) {
+      if (std::find(outside_memory_cases_.begin(), outside_memory_cases_.end(), id) == outside_memory_cases_.end()) {
+        outside_memory_cases_.push_back(id);
+      }
+    }
+  }
+  return *this;
+}
+
 Kit& Kit::backward_check(const std::string& kind, CheckFn fn) {
   backward_kinds_.insert(kind);
   return custom(kind, std::move(fn));
@@ -306,7 +318,7 @@ void Kit::plan_dropout_sites(std::vector<wire::Record>& cases, int64_t& case_see
     std::vector<TensorSpec> held;
     for (const auto& path : option_list(check, "silence", "")) held.push_back(TensorSpec{path, {}, "randn", ""});
     std::string silenced;
-    for (const auto& path : parameters_of(held, dims_of(base))) silenced += path.name + " 0\n";
+    for (const auto& path : parameters_of(held, dims_of(base))) silenced += wire::fields_line({path.name, "0"});
     std::vector<std::string> sites = {""};  // "": every Dropout at 0
     sites.insert(sites.end(), paths.begin(), paths.end());
     for (const auto& site : sites) {
@@ -323,7 +335,7 @@ void Kit::plan_dropout_sites(std::vector<wire::Record>& cases, int64_t& case_see
       twin.ints["train"] = 1;
       twin.ints["seed"] = case_seed++;
       std::string fixed = silenced;
-      for (const auto& path : paths) fixed += path + (path == site ? " 1\n" : " 0\n");
+      for (const auto& path : paths) fixed += wire::fields_line({path, path == site ? "1" : "0"});
       twin.strings["dropout_p"] = fixed;
       cases.push_back(std::move(twin));
     }
@@ -521,12 +533,9 @@ CaseData Kit::data_of(const CaseRun& run) const {
   }
   data.train = run.request.integer_or("train", 0) != 0;
   if (run.request.strings.count("dropout_p")) {
-    std::istringstream lines(run.request.string("dropout_p"));
-    std::string path;
-    double p = 0;
     data.dropped.emplace();
-    while (lines >> path >> p) {
-      if (p == 1.0) data.dropped->insert(path);
+    for (const auto& fields : wire::field_lines(run.request.string("dropout_p"))) {
+      if (fields.size() == 2 && wire::number_field(fields[1]) == 1.0) data.dropped->insert(fields[0]);
     }
   }
   return data;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "checks/check.h"
+#include "wire/fields.h"
 
 namespace grader::kit {
 
@@ -108,6 +109,10 @@ class Kit : public Suite {
   // A check kind of the exercise's own that judges a backward pass: its cases
   // run backward with a grad_output, as a gradients check's do.
   Kit& backward_check(const std::string& kind, CheckFn fn);
+  // The cases of checks of `kind` have their memory measured from outside the
+  // runner too (JudgeInput::outside_memory).
+  Kit& memory_from_outside(const std::string& kind);
+  std::vector<std::string> outside_memory_cases() const override { return outside_memory_cases_; }
   // Known mistakes of exercise.yaml that the exercise's own checks name
   // (fail_with_mistake) without the reference replaying them.
   Kit& names_mistakes(std::vector<std::string> ids);
@@ -275,6 +280,7 @@ class Kit : public Suite {
   bool is_refusal(const std::string& case_id) const;  // one of refusals_
   std::map<std::string, std::string> unsupported_;  // the others, by id: why not
   std::map<std::string, CheckFn> custom_;
+  std::vector<std::string> outside_memory_cases_;
   std::set<std::string> backward_kinds_;  // custom kinds whose cases run backward
   std::vector<std::string> named_by_checks_;
   std::set<std::string> droppable_;  // Kit::dropout_sites
@@ -299,6 +305,22 @@ std::string training_case(const std::string& id, int run);  // run 0 or 1
 std::string dropout_site_case(const std::string& id, const std::string& path);  // path "": every Dropout at 0
 // The p of the Dropout the driver found registered at `path`, if any.
 std::optional<double> registered_dropout(const CaseRun& run, const std::string& path);  // "scale" (no mask) or "mask"
+// A tensor the learner's module registered, as the driver lists it
+// (module_driver.h, lines of wire/fields.h fields): parameters
+// "name size...", buffers "name dtype requires_grad size...". A line that
+// does not read is left out: it is the runner's writing, and only a learner
+// who forged it could make it so.
+struct Registered {
+  std::string name, dtype;
+  bool requires_grad = false;
+  std::vector<int64_t> sizes;
+  std::string describe() const;  // "name (2, 3)"
+};
+std::vector<Registered> module_parameters(const CaseRun& run);
+std::vector<Registered> module_buffers(const CaseRun& run);
+// The names of "missing_parameters" or "dropout_p_missing": one field a line.
+std::vector<std::string> listed_names(const CaseRun& run, const std::string& key);
+
 
 // A planned case's dimensions (its wire::key::dim integers).
 Dims dims_of(const wire::Record& record);
@@ -321,11 +343,25 @@ std::optional<std::string> device_mismatch(const std::string& error);
 double float32_inverse_sqrt(double d);
 double inverse_of_float32_sqrt(double d);
 
-// Of candidates (error, value) read by matching the reference at each value
-// (a query's position, say): the value whose error is smallest, where that
-// error is within `tolerance` and every other candidate's is at least 100
-// times larger; nothing where no value stands out so.
-std::optional<int64_t> unique_closest(std::vector<std::pair<double, int64_t>> errors, double tolerance);
+// What a probe read from candidates (error, value), each the learner's output
+// matched against the reference's at one value (a query's position, say):
+// - one: the value whose error is within `tolerance`, every other candidate's
+//   at least 100 times larger and outside it;
+// - several: more than one value reproduces the output (within tolerance, or
+//   not clearly apart): this probe cannot tell them apart. Not a finding: a
+//   first token, with one key, has the same output at every query position;
+// - none: no value reproduces it (something else differs).
+// The bytes a submission's runner held at its peak beyond the model
+// solution's on the same cases (measured from outside: OutsideMemory), where
+// they exceed `allowance`; nothing where within it or not measured.
+std::optional<double> held_beyond(const OutsideMemory& memory, double allowance);
+
+struct ProbeReading {
+  enum class Kind { one, several, none };
+  Kind kind = Kind::none;
+  int64_t value = 0;  // one: the value read
+};
+ProbeReading read_probe(std::vector<std::pair<double, int64_t>> errors, double tolerance);
 
 // Whether `text` contains one of `words`, ignoring case (an error message that says why).
 bool mentions_any(const std::string& text, const std::vector<std::string>& words);

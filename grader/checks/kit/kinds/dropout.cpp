@@ -107,7 +107,7 @@ CheckResult Kit::dropout_sites(const CheckSpec& spec) const {
   auto judge_twin = [&](const std::string& site) -> std::optional<CheckResult> {
     const auto& run = input_->at(dropout_site_case(id, site));
     if (auto why = not_runnable(run)) return results_.skip(spec.id, "not assessed: " + *why);
-    auto missing = split_lines(run.response.string_or("dropout_p_missing", ""));
+    const auto missing = listed_names(run, "dropout_p_missing");
     if (!missing.empty()) {
       return results_.skip(spec.id, "not assessed: " + fmt::format("{}", fmt::join(missing, ", ")) +
                                         " is no registered Dropout (see the check of the registered dropouts)");

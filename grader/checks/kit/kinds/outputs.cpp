@@ -26,10 +26,8 @@ namespace grader::kit {
 // would train) nor a plain member.
 CheckResult Kit::registered_buffers(const CheckSpec& spec, const CaseRun& run) const {
   std::set<std::string> parameters, buffers;
-  for (const auto& line : split_lines(run.response.string_or("parameters", "")))
-    parameters.insert(line.substr(0, line.find(' ')));
-  for (const auto& line : split_lines(run.response.string_or("buffers", "")))
-    buffers.insert(line.substr(0, line.find(' ')));
+  for (const auto& param : module_parameters(run)) parameters.insert(param.name);
+  for (const auto& buffer : kit::module_buffers(run)) buffers.insert(buffer.name);
   std::string names;
   std::istringstream list(spec.option("buffers"));
   for (std::string name; std::getline(list, name, ',');) {
@@ -58,16 +56,18 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
   std::vector<std::string> evidence;
   // One line per missing name, or per sub-module when several of its names are missing.
   std::map<std::string, std::vector<std::string>> missing;
-  for (const auto& name : split_lines(run.response.string_or("missing_parameters", ""))) {
+  for (const auto& name : listed_names(run, "missing_parameters")) {
     missing[name.substr(0, name.find('.'))].push_back(name);
   }
-  const auto have = run.response.string_or("parameters", "");
+  const auto have = module_parameters(run);
   for (const auto& [module, names] : missing) {
     if (names.size() <= 3) {
       for (const auto& name : names) evidence.push_back("missing or wrongly shaped: " + name);
       continue;
     }
-    const bool none = ("\n" + have).find("\n" + module + ".") == std::string::npos;
+    const bool none = std::none_of(have.begin(), have.end(), [&](const Registered& param) {
+      return param.name.rfind(module + ".", 0) == 0;
+    });
     evidence.push_back(fmt::format("missing or wrongly shaped: {} parameters under '{}.' ({}, {}, ...){}", names.size(),
                                    module, names[0], names[1],
                                    none ? fmt::format(": your module has nothing registered under '{}' "
@@ -87,9 +87,7 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
     names += (names.empty() ? "" : ", ") + name + " " + shape_string(shape_of(param, dims));
   }
   if (!evidence.empty()) {
-    for (const auto& line : split_lines(run.response.string_or("parameters", ""))) {
-      evidence.push_back("your module has: " + line);
-    }
+    for (const auto& param : have) evidence.push_back("your module has: " + param.describe());
     return results_.fail(spec.id, "the grader loads weights by name and shape: register exactly " + names, evidence);
   }
   if (spec.option("exact") == "true") {
@@ -105,14 +103,11 @@ CheckResult Kit::parameters(const CheckSpec& spec) const {
     }
     std::vector<std::string> extra;
     int64_t have_count = 0;
-    for (const auto& line : split_lines(have)) {
-      std::istringstream in(line);
-      std::string name;
-      in >> name;
-      int64_t count = 1, size = 0;
-      while (in >> size) count *= size;
+    for (const auto& param : have) {
+      int64_t count = 1;
+      for (auto size : param.sizes) count *= size;
       have_count += count;
-      if (!named.count(name)) extra.push_back("registered but not in the interface: " + line);
+      if (!named.count(param.name)) extra.push_back("registered but not in the interface: " + param.describe());
     }
     if (!extra.empty()) {
       extra.push_back(fmt::format("your module has {} parameters in all; the interface's module has {} ({})",

@@ -1,0 +1,68 @@
+// Hostile: scores_in_own_buffer.cpp with the store taken from the heap by a
+// static object's constructor (24 MiB, every page written) when the library
+// loads, before the forward scope: the runner's count of the heap's growth
+// during the call never saw it, and the whole score matrix was held. Measured
+// from outside the process (the runner's cgroup peak beside the model
+// solution's), it shows.
+#include "flash_attention.h"
+
+#include <cmath>
+#include <limits>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+// Taken, and every page written, when the library loads: before the forward
+// scope, so the heap's growth during the call never sees it.
+struct Store {
+  static constexpr size_t kBytes = size_t{24} << 20;
+  unsigned char* bytes;
+  Store() : bytes(static_cast<unsigned char*>(std::malloc(kBytes))) { std::memset(bytes, 1, kBytes); }
+};
+Store preloaded;
+}  // namespace
+
+torch::Tensor flash_attention(const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
+                              bool causal, int64_t block_size) {
+  TORCH_CHECK(block_size > 0, "block_size must be positive");
+  const auto B = query.size(0), H = query.size(1), Nq = query.size(2), Nk = key.size(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+  TORCH_CHECK(query.is_cpu(), "this one keeps its scores in host memory");
+  const auto options = query.options();
+  const int64_t blocks = (Nk + block_size - 1) / block_size;
+  // Block b of every row lives at offset b * (B*H*Nq*block_size): a slab per block.
+  const auto needed = static_cast<size_t>(blocks * B * H * Nq * block_size * query.element_size());
+  std::vector<unsigned char> spare(needed > Store::kBytes ? needed : 0);
+  unsigned char* const base = needed > Store::kBytes ? spare.data() : preloaded.bytes;
+  struct {
+    unsigned char* at;
+    unsigned char* data() const { return at; }
+  } store{base};
+  auto slab = [&](int64_t b, int64_t count) {
+    return torch::from_blob(store.data() + b * B * H * Nq * block_size * query.element_size(), {B, H, Nq, count},
+                            options);
+  };
+  const auto& q = query;
+  auto query_position = torch::arange(Nq, options.dtype(torch::kLong)).unsqueeze(1) + (Nk - Nq);
+  auto m = torch::full({B, H, Nq, 1}, -std::numeric_limits<double>::infinity(), options);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto begin = b * block_size, count = std::min(block_size, Nk - begin);
+    auto s = torch::matmul(q, key.narrow(2, begin, count).transpose(-2, -1)) * scale;
+    if (causal) {
+      auto key_position = torch::arange(begin, begin + count, query_position.options()).unsqueeze(0);
+      s = s.masked_fill(key_position > query_position, -std::numeric_limits<double>::infinity());
+    }
+    slab(b, count).copy_(s);
+    m = torch::maximum(m, std::get<0>(s.max(-1, true)));
+  }
+  auto l = torch::zeros_like(m);
+  auto out = torch::zeros({B, H, Nq, value.size(-1)}, options);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto begin = b * block_size, count = std::min(block_size, Nk - begin);
+    auto p = torch::exp(slab(b, count) - m);
+    l += p.sum(-1, true);
+    out += torch::matmul(p, value.narrow(2, begin, count));
+  }
+  return out / l;
+}
