@@ -77,8 +77,9 @@ struct CaseRun {
 };
 
 // The memory a submission's code held, measured from outside its process
-// (Suite::outside_memory_cases): each case run again on its own in a runner
-// of its own, and by the exercise's model solution, each runner's peak
+// (Suite::outside_memory_cases): the grade's cases run again up to each such
+// case (the same calls as the graded run) in a runner of its own, and by the
+// exercise's model solution, each runner's peak
 // counted by the kernel for its cgroup (heap, stacks, static storage and
 // anything mapped, whoever in the process took it and whenever), from the
 // runner's ready marker until its results are in. The peaks are those of the

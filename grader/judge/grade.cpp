@@ -401,19 +401,20 @@ class ControlPeaks {
   std::map<std::string, uint64_t> peaks_;
 };
 
-// What decides the model solution's peak on a case: its compiled object, the
-// runner, and the case's sizes (its description), not the values drawn.
-std::string control_key(const fs::path& object, const std::string& runner, const wire::Record& record) {
+// What decides the model solution's peak on a run of cases: its compiled
+// object, the runner, and the cases' sizes (their descriptions), not the
+// values drawn.
+std::string control_key(const fs::path& object, const std::string& runner, const std::vector<wire::Record>& run) {
   Sha256 digest;
   digest.update(read_file(object));
   std::error_code error;
   digest.update(runner + ":" + std::to_string(fs::file_size(runner, error)) + ":" +
                 std::to_string(fs::last_write_time(runner, error).time_since_epoch().count()));
-  digest.update(record.string("case") + "|" + record.string_or("describe", ""));
+  for (const auto& record : run) digest.update(record.string("case") + "|" + record.string_or("describe", "") + "\n");
   return digest.hex();
 }
 
-// The suite's memory cases run again on their own by the learner's code, and
+// The suite's memory cases run again by the learner's code, and
 // by the exercise's model solution (compiled like a submission, in a scratch
 // folder of its own that the learner's runner never sees; from the compile
 // cache after the first time), each in a runner of its own: the kernel's
@@ -427,9 +428,18 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
     memory.unavailable = "no cgroup for the runner here";
     return memory;
   }
-  std::vector<wire::Record> records;
-  for (const auto& request : requests) {
-    if (std::find(cases.begin(), cases.end(), request.string("case")) != cases.end()) records.push_back(request);
+  if (prepared.target.on_gpu()) {
+    memory.unavailable = "on a GPU the tensors are in the device's memory, which no cgroup counts";
+    return memory;
+  }
+  // Each memory case with every case the grade ran before it, in the same
+  // order and with the same inputs: to the learner's code the run is the
+  // graded one up to that case (a first call, or a count of calls, does not
+  // tell them apart).
+  std::vector<std::vector<wire::Record>> runs;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (std::find(cases.begin(), cases.end(), requests[i].string("case")) == cases.end()) continue;
+    runs.emplace_back(requests.begin(), requests.begin() + static_cast<std::ptrdiff_t>(i + 1));
   }
   const auto& exercise = prepared.exercise;
   const auto solutions = options.project_root / "solutions" / exercise.id;
@@ -453,11 +463,12 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
   // with the model solution's on the same case. The model solution's peaks
   // are kept (its object, the runner and the case's sizes decide them).
   ControlPeaks known(options.build_dir / "cache" / exercise.id / "memory-control.txt");
-  for (const auto& record : records) {
-    const auto key = control_key(compiled.shared_object, prepared.toolchain.runner, record);
+  for (const auto& run : runs) {
+    const auto& record = run.back();
+    const auto key = control_key(compiled.shared_object, prepared.toolchain.runner, run);
     auto control_peak = known.find(key);
     if (!control_peak) {
-      const auto theirs = run_for_memory(prepared, sandbox, {record}, compiled.shared_object, control.path(),
+      const auto theirs = run_for_memory(prepared, sandbox, run, compiled.shared_object, control.path(),
                                          control_view);
       if (!theirs.exited_cleanly() || !theirs.memory_peak_bytes) {
         memory.unavailable = "the model solution's run of " + record.string("case") + " " +
@@ -468,7 +479,7 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
       control_peak = *theirs.memory_peak_bytes;
       known.add(key, *control_peak);
     }
-    const auto yours = run_for_memory(prepared, sandbox, {record}, prepared.shared_object, prepared.scratch->path(),
+    const auto yours = run_for_memory(prepared, sandbox, run, prepared.shared_object, prepared.scratch->path(),
                                       prepared.confinement);
     size_t delivered = 0;
     try {
@@ -480,7 +491,7 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
       memory.learner_end = "killed at the memory limit";
     } else if (yours.timed_out) {
       memory.learner_end = "stopped at the time limit";
-    } else if (!yours.exited_cleanly() || delivered != 1) {
+    } else if (!yours.exited_cleanly() || delivered != run.size()) {
       memory.learner_end = yours.exited_cleanly() ? "its results were incomplete" : yours.describe_end();
     }
     if (!memory.learner_end.empty()) {

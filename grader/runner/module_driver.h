@@ -295,8 +295,16 @@ void run_module_case(const wire::Record& request, wire::Record& response, Make m
   kept.report_changes(inputs, response);
   for (const auto& [name, tensor] : outputs) put_tensor(response, name, tensor);
   if (!want_grad) return;
+  // The gradients of the parameters the case loaded, by the grader's names:
+  // one the learner added beyond them has a name of the learner's, of any
+  // length, which no reply key may carry (wire.cpp's limits).
   std::vector<std::pair<std::string, at::Tensor>> params;
-  for (const auto& item : module->named_parameters()) params.emplace_back(item.key(), item.value());
+  auto named = module->named_parameters();
+  for (const auto& [key, tensor] : request.tensors) {
+    const auto name = wire::key::param_name(key);
+    if (!name) continue;
+    if (auto* found = named.find(*name)) params.emplace_back(*name, *found);
+  }
   backward_and_report(request, response, outputs, inputs, params);
 }
 

@@ -94,7 +94,7 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& results = kit.results();
   std::vector<std::string> evidence;
   std::string passed;
-  double most_allowed = 0;  // the largest allowance of held memory among the cases
+  double outside_allowed = 0;  // the allowance of held memory on the case measured from outside
   for (const auto& id : spec.cases) {
     const auto& run = kit.input().at(id);
     if (run.threw()) return results.threw(spec.id, run);
@@ -137,7 +137,7 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
                          (nq * dims.at("d") + nk * dims.at("d") + nk * dims.at("d_v") + 2 * nq * dims.at("d_v") +
                           2 * nq * dims.at("block"));
     const double held_allowed = std::max(given + 128.0 * 1024.0, full / 2);
-    most_allowed = std::max(most_allowed, held_allowed);
+    if (kit.input().outside_memory && id == kit.input().outside_memory->case_id) outside_allowed = held_allowed;
     evidence.push_back(fmt::format(
         "{}: memory held at once during the call, counted at the allocator (LibTorch's tensors and your own "
         "buffers alike, with your code's static storage): {}; allowed: {} (a copy of the inputs, the output twice, "
@@ -169,11 +169,12 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
     } else {
       evidence.push_back(fmt::format(
           "measured from outside your process (the kernel's count for its cgroup: heap, stacks and memory taken "
-          "before the call included), each case run on its own: on {} your code's runner held {} at its peak, "
-          "the model solution's {}; allowed above the model solution's: {} (the largest allowance above)",
+          "before the call included), the grade's cases run again up to {0} in a runner of their own: your code's "
+          "runner held {1} at its peak, the model solution's {2}; allowed above the model solution's: {3} (the "
+          "allowance of {0} above)",
           outside->case_id, bytes_text(static_cast<double>(outside->learner_peak)),
-          bytes_text(static_cast<double>(outside->control_peak)), bytes_text(most_allowed)));
-      if (auto beyond = kit::held_beyond(*outside, most_allowed)) {
+          bytes_text(static_cast<double>(outside->control_peak)), bytes_text(outside_allowed)));
+      if (auto beyond = kit::held_beyond(*outside, outside_allowed)) {
         return results.fail(
             spec.id,
             fmt::format("your code's process held {} more memory at its peak than the model solution's on the same "

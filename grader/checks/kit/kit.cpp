@@ -66,7 +66,10 @@ Kit& Kit::measurement(const std::string& kind, CheckFn fn) {
 Kit& Kit::memory_from_outside(const std::string& kind) {
   for (const auto& check : exercise_.checks) {
     if (check.kind != kind) continue;
-    for (const auto& id : check.cases) {
+    for (const auto& id : option_list(check, "outside", "")) {
+      if (std::find(check.cases.begin(), check.cases.end(), id) == check.cases.end()) {
+        throw ConfigError("check '" + check.id + "': outside: " + id + " is not one of its cases");
+      }
       if (std::find(outside_memory_cases_.begin(), outside_memory_cases_.end(), id) == outside_memory_cases_.end()) {
         outside_memory_cases_.push_back(id);
       }

@@ -109,8 +109,9 @@ class Kit : public Suite {
   // A check kind of the exercise's own that judges a backward pass: its cases
   // run backward with a grad_output, as a gradients check's do.
   Kit& backward_check(const std::string& kind, CheckFn fn);
-  // The cases of checks of `kind` have their memory measured from outside the
-  // runner too (JudgeInput::outside_memory).
+  // The cases a check of `kind` names in its option `outside:` (some of its
+  // cases) have their memory measured from outside the runner too
+  // (JudgeInput::outside_memory).
   Kit& memory_from_outside(const std::string& kind);
   std::vector<std::string> outside_memory_cases() const override { return outside_memory_cases_; }
   // Known mistakes of exercise.yaml that the exercise's own checks name

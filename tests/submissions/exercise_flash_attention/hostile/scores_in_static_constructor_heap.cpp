@@ -1,5 +1,5 @@
 // Hostile: scores_in_own_buffer.cpp with the store taken from the heap by a
-// static object's constructor (24 MiB, every page written) when the library
+// static object's constructor (96 MiB, every page written) when the library
 // loads, before the forward scope: the runner's count of the heap's growth
 // during the call never saw it, and the whole score matrix was held. Measured
 // from outside the process (the runner's cgroup peak beside the model
@@ -16,7 +16,7 @@ namespace {
 // Taken, and every page written, when the library loads: before the forward
 // scope, so the heap's growth during the call never sees it.
 struct Store {
-  static constexpr size_t kBytes = size_t{24} << 20;
+  static constexpr size_t kBytes = size_t{96} << 20;
   unsigned char* bytes;
   Store() : bytes(static_cast<unsigned char*>(std::malloc(kBytes))) { std::memset(bytes, 1, kBytes); }
 };
