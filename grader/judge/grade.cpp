@@ -346,6 +346,25 @@ std::string running_when_stopped(const wire::RunnerStream& stream, const std::ve
 }
 
 // The case limits' rule for this grade: the device's, with --case-time-limit.
+// Whether a run of several grades' requests (grade_on_seeds) ended as a lone
+// grade's run does when nothing stops it (and whether a memory rerun did): the runner started and ended
+// cleanly within its limits and delivered one result per request. Anything
+// else is graded again one grade at a time, so that each gets its own verdict.
+bool ran_through(const ChildOutcome& outcome, size_t requests, wire::Reply& reply) {
+  const auto stream = wire::split_runner_stream(outcome.result);
+  if (!stream.ready) return false;
+  if (outcome.memory_exceeded || outcome.output_exceeded || outcome.timed_out || outcome.process_cap_hit ||
+      outcome.result_truncated || !outcome.exited_cleanly()) {
+    return false;
+  }
+  try {
+    reply = decode_results(stream);
+  } catch (const wire::WireError&) {
+    return false;
+  }
+  return !reply.load_error && reply.cases.size() == requests;
+}
+
 // ---- memory measured from outside the runner (JudgeInput::outside_memory) ----
 
 // One runner, forked from the zygote where there is one, that runs `records`
@@ -414,11 +433,12 @@ std::string control_key(const fs::path& object, const std::string& runner, const
   return digest.hex();
 }
 
-// The suite's memory cases run again by the learner's code, and
-// by the exercise's model solution (compiled like a submission, in a scratch
-// folder of its own that the learner's runner never sees; from the compile
-// cache after the first time), each in a runner of its own: the kernel's
-// count of each runner's peak. The learner's code cannot reach that count.
+// The grade's cases run again up to each of the suite's memory cases, by the
+// learner's code and by the exercise's model solution (compiled like a
+// submission, in a scratch folder of its own that the learner's runner never
+// sees; from the compile cache after the first time), each in a runner of its
+// own: the kernel's count of each runner's peak, which the learner's code
+// cannot reach.
 OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade& prepared,
                                      const std::vector<wire::Record>& requests) {
   OutsideMemory memory;
@@ -459,9 +479,9 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
                          control.path(), options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
                          sandbox, control_view);
   if (!compiled.ok) throw GraderFault("the model solution of " + exercise.id + " does not compile: " + compiled.diagnostics);
-  // Case by case, each in a runner of its own: one case's peak is compared
-  // with the model solution's on the same case. The model solution's peaks
-  // are kept (its object, the runner and the case's sizes decide them).
+  // Run by run, each in a runner of its own, compared with the model
+  // solution's on the same run. The model solution's peaks are kept (its
+  // object, the runner and the cases' sizes decide them).
   ControlPeaks known(options.build_dir / "cache" / exercise.id / "memory-control.txt");
   for (const auto& run : runs) {
     const auto& record = run.back();
@@ -481,18 +501,12 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
     }
     const auto yours = run_for_memory(prepared, sandbox, run, prepared.shared_object, prepared.scratch->path(),
                                       prepared.confinement);
-    size_t delivered = 0;
-    try {
-      const auto stream = wire::split_runner_stream(yours.result);
-      if (stream.ready && !yours.result_truncated) delivered = decode_results(stream).cases.size();
-    } catch (const wire::WireError&) {
-    }
-    if (yours.memory_exceeded) {
-      memory.learner_end = "killed at the memory limit";
-    } else if (yours.timed_out) {
-      memory.learner_end = "stopped at the time limit";
-    } else if (!yours.exited_cleanly() || delivered != run.size()) {
-      memory.learner_end = yours.exited_cleanly() ? "its results were incomplete" : yours.describe_end();
+    wire::Reply reply;
+    if (!ran_through(yours, run.size(), reply)) {
+      memory.learner_end = yours.memory_exceeded ? "killed at the memory limit"
+                           : yours.timed_out     ? "stopped at the time limit"
+                           : yours.exited_cleanly() ? "its results were incomplete"
+                                                    : yours.describe_end();
     }
     if (!memory.learner_end.empty()) {
       memory.learner_end += " on " + record.string("case");
@@ -745,25 +759,6 @@ struct GradeInProgress {
     return verdict;
   }
 };
-
-// Whether a run of several grades' requests (grade_on_seeds) ended as a lone
-// grade's run does when nothing stops it: the runner started and ended
-// cleanly within its limits and delivered one result per request. Anything
-// else is graded again one grade at a time, so that each gets its own verdict.
-bool ran_through(const ChildOutcome& outcome, size_t requests, wire::Reply& reply) {
-  const auto stream = wire::split_runner_stream(outcome.result);
-  if (!stream.ready) return false;
-  if (outcome.memory_exceeded || outcome.output_exceeded || outcome.timed_out || outcome.process_cap_hit ||
-      outcome.result_truncated || !outcome.exited_cleanly()) {
-    return false;
-  }
-  try {
-    reply = decode_results(stream);
-  } catch (const wire::WireError&) {
-    return false;
-  }
-  return !reply.load_error && reply.cases.size() == requests;
-}
 
 // The prepared grade's submission, read now.
 Submission submission_of(const PreparedGrade& prepared, const GradeOptions& options) {

@@ -437,6 +437,9 @@ class ChildRun {
   // is not the code's).
   void follow_memory_peak() {
     if (!spec_.memory_peak_until_results || !spec_.run_stage || !cgroup_ || peak_taken_) return;
+    // Read again only when the channel has grown (the loop wakes every few ms).
+    if (outcome_.result.size() == stage_seen_) return;
+    stage_seen_ = outcome_.result.size();
     const auto stage = spec_.run_stage(outcome_.result);
     if (stage == RunStage::starting) return;
     if (!peak_reset_) {
@@ -640,6 +643,7 @@ class ChildRun {
   Pipe out_, err_, request_, result_, args_;
   std::unique_ptr<Cgroup> cgroup_;
   bool peak_reset_ = false, peak_taken_ = false;  // follow_memory_peak
+  size_t stage_seen_ = 0;                         // the result's size when run_stage last read it
   std::optional<Zygote::Child> forked_;  // a zygote's child, where one forked it
   pid_t pid_ = -1;
   Clock::time_point start_;
