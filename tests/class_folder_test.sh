@@ -32,6 +32,9 @@ mkdir -p -- "$class/-rf"
 cp "$sol" "$class/-rf/sdpa.cpp"                                  # an id a spreadsheet reads as a formula
 mkdir -p "$class/ivy"
 cp "$root/tests/submissions/exercise_sdpa/hostile/aborts.cpp" "$class/ivy/sdpa.cpp"
+long=$(printf 'n%.0s' $(seq 1 240))                               # an id near the 255-byte limit of a name
+mkdir -p "$class/$long"
+cp "$starter" "$class/$long/sdpa.cpp"
 
 "${grade[@]}" class "$class" --exercise exercise_sdpa --results "$work/results" --jobs 2 >"$work/class.out" 2>&1
 status=$?
@@ -54,6 +57,7 @@ verdict_of() { row "$1" | cut -d, -f5; }
 [[ $(verdict_of gus) == passed ]] || fail "gus (a link inside the folder): $(row gus)"
 [[ $(verdict_of hal) == invalid_submission ]] || fail "hal (the folder is a link): $(row hal)"
 [[ $(verdict_of ivy) == runtime_error ]] || fail "ivy (aborts): $(row ivy)"
+[[ $(verdict_of "$long") == failed ]] || fail "the 240-byte id: $(row "$long")"
 # Student ids byte for byte: the key a roster joins on.
 [[ $(verdict_of -rf) == passed ]] || fail "-rf: the id is not written as it is: $book"
 grep -q "student id '-rf'" "$work/merge.out" || fail "merge does not warn of the formula-like id: $(cat "$work/merge.out")"
@@ -67,4 +71,4 @@ grep -q "symbolic link" "$work/results/cat/exercise_sdpa.json" || fail "cat's re
 grep -q "sdpa.cpp" "$work/results/eve/exercise_sdpa.json" || fail "eve's result names no file"
 grep -q "SDPA (1).cpp" "$work/results/fay/exercise_sdpa.json" || fail "fay's result does not name the near miss"
 grep "^fay," <<<"$book" | grep -q "SDPA (1).cpp" || fail "the gradebook does not warn of fay's near miss"
-echo "PASSED: 10 students, a complete gradebook, class and merge exit 0"
+echo "PASSED: 11 students, a complete gradebook, class and merge exit 0"

@@ -218,11 +218,14 @@ TEST(SymbolRules, KernelPatternsMatchTheLibTorchInUse) {
     return text;
   };
   std::vector<std::pair<std::string, fs::path>> libraries = {{"cpu", cpu}};
+  Dl_info core{};
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(&c10::SetAllocator), &core), 0);
+  libraries.emplace_back("c10", core.dli_fname);
   const auto cuda = cpu.parent_path() / "libtorch_cuda.so";
   if (fs::exists(cuda)) libraries.emplace_back("cuda", cuda);
   for (const auto& [which, library] : libraries) {
     const auto table = symbols_of(library);
-    ASSERT_GT(table.size(), 100000u) << "no symbol table read from " << library;
+    ASSERT_GT(table.size(), which == "c10" ? 10000u : 100000u) << "no symbol table read from " << library;
     const auto patterns = libtorch_kernel_patterns(which);
     EXPECT_FALSE(patterns.empty());
     for (const auto& pattern : patterns) {
@@ -389,6 +392,72 @@ TEST(OutsideMemory, BeyondTheModelSolutionsPeakByMoreThanTheAllowance) {
     memory.control_peak = row.control;
     memory.unavailable = row.unavailable;
     EXPECT_EQ(grader::kit::held_beyond(memory, allowance).has_value(), row.finding) << row.learner;
+  }
+}
+
+// The CPU time of one-token calls against their cached tokens (one row per
+// rule): pairs of calls next to each other in time, 96 tokens cached apart; the
+// median growth per token, read past a few pairs slowed apart, in units of one
+// D x D projection (2 us here); kReprojectionFloor (4) or more is a finding.
+TEST(CallCpuTime, GrowthPerCachedTokenInProjections) {
+  using grader::kit::CpuPair;
+  // 8 pairs: a constant per call that drifts with the machine (both calls of a
+  // pair alike), and `per_token` for each token cached.
+  auto pairs = [](double per_token) {
+    std::vector<CpuPair> made;
+    for (int i = 0; i < 8; ++i) {
+      const double drift = 300e-6 * (1 + 0.5 * (i % 3));
+      made.push_back({8.0 + i, drift + per_token * (8 + i), 104.0 + i, drift + per_token * (104 + i)});
+    }
+    return made;
+  };
+  struct Row {
+    std::string what;
+    std::vector<CpuPair> pairs;
+    std::optional<double> growth;  // seconds per token
+    bool finding;
+  };
+  auto slowed = pairs(0.3e-6);
+  slowed[2].far_seconds += 900e-6;  // one call slowed alone
+  slowed[5].near_seconds += 900e-6;
+  const std::vector<Row> rows = {
+      {"attention over the cache only", pairs(0.3e-6), 0.3e-6, false},
+      {"the same, a busy machine for a while", slowed, 0.3e-6, false},
+      {"an allocator's work on a growing heap", pairs(4.6e-6), 4.6e-6, false},
+      {"values projected again in loops", pairs(40e-6), 40e-6, true},
+      {"at the floor, just", pairs(8.0e-6), 8.0e-6, true},
+      {"faster with more cached", pairs(-0.5e-6), -0.5e-6, false},
+      {"no pairs", {}, std::nullopt, false},
+      {"pairs with the same tokens cached", {{8, 1e-3, 8, 2e-3}}, std::nullopt, false},
+  };
+  for (const auto& row : rows) {
+    const auto growth = grader::kit::cpu_growth_per_token(row.pairs);
+    ASSERT_EQ(growth.has_value(), row.growth.has_value()) << row.what;
+    if (!growth) continue;
+    EXPECT_NEAR(*growth, *row.growth, 1e-9) << row.what;
+    EXPECT_EQ(grader::kit::projections_per_token(*growth, 2e-6).has_value(), row.finding) << row.what;
+  }
+  EXPECT_FALSE(grader::kit::projections_per_token(1.0, 0.0).has_value());  // no unit: no finding
+}
+
+// A loop over heads (one row per rule): more operators at more heads by either
+// count is a finding; the count of the code's own calls only where both cases
+// were traced.
+TEST(OperatorGrowth, MoreOperatorsAtMoreHeads) {
+  using grader::kit::OperatorCount;
+  struct Row {
+    OperatorCount few, many;
+    bool grows;
+  };
+  const std::vector<Row> rows = {
+      {{12, 9, true}, {12, 9, true}, false},    // vectorised: the same operators
+      {{12, 9, true}, {36, 9, true}, true},     // a loop of operators no name list holds (at::mv)
+      {{12, 9, true}, {12, 21, true}, true},    // a loop of matmuls
+      {{12, 9, false}, {36, 9, false}, false},  // no forward scope traced: the names decide
+      {{12, 9, true}, {10, 9, true}, false},    // fewer is no loop
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(grader::kit::operators_grow(row.few, row.many), row.grows) << row.many.own << " " << row.many.named;
   }
 }
 

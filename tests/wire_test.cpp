@@ -60,7 +60,7 @@ TEST(Trace, WhatTheRunnerPutsTheChecksRead) {
                          {Kind::mixed, "aten::add", "aten::ones"},
                          {Kind::to_host, "my op 2 x", ""}};
   trace.largest_output = grader::wire::LargestOutput{384, "aten::softmax", {2, 3, 4, 4}};
-  trace.scope_work = {{96, 24, 96}, {48, 12, 0}};
+  trace.scope_work = {{96, 24, 96, 7, 1500}, {48, 12, 0, 3, 900}};
   trace.heap_growth = 4096;
   trace.static_bytes = 12;
   trace.recording_intact = true;
@@ -69,7 +69,7 @@ TEST(Trace, WhatTheRunnerPutsTheChecksRead) {
   EXPECT_EQ(response.string("device_events"),
             "item aten::item\nmixed aten::add aten::ones\nto_host my%20op%202%20x\n");
   EXPECT_EQ(response.string("largest_output"), "384 aten::softmax 2 3 4 4\n");
-  EXPECT_EQ(response.string("scope_work"), "96/24/96 48/12/0");
+  EXPECT_EQ(response.string("scope_work"), "96/24/96/7/1500 48/12/0/3/900");
   const auto sent = grader::wire::decode(grader::wire::encode({response}));
   ASSERT_EQ(sent.size(), 1u);
   const auto read = grader::wire::trace_of(sent.front());
@@ -80,6 +80,8 @@ TEST(Trace, WhatTheRunnerPutsTheChecksRead) {
   EXPECT_EQ(read.largest_output->sizes, (std::vector<int64_t>{2, 3, 4, 4}));
   ASSERT_EQ(read.scope_work.size(), 2u);
   EXPECT_EQ(read.scope_work[1].elements, 12);
+  EXPECT_EQ(read.scope_work[1].calls, 3);
+  EXPECT_EQ(read.scope_work[1].cpu_ns, 900);
   EXPECT_EQ(read.heap_growth, 4096);
   EXPECT_EQ(read.static_bytes, 12);
   EXPECT_TRUE(read.recording_intact);
@@ -96,13 +98,15 @@ TEST(Trace, MissingOrGarbledFieldsReadAsEmpty) {
   EXPECT_FALSE(empty.recording_intact);
   response.strings["device_events"] = "mixed\nteleport aten::x\nto_host aten::to\n";
   response.strings["largest_output"] = "lots aten::x";
-  response.strings["scope_work"] = "1/2/3 x/y 4/5/6";
+  response.strings["scope_work"] = "1/2/3 4/5/6/7 x/y 4/5/6";
   response.ints["op:"] = 3;
   const auto garbled = grader::wire::trace_of(response);
   ASSERT_EQ(garbled.device_events.size(), 1u);
   EXPECT_EQ(garbled.device_events[0].kind, grader::wire::DeviceEvent::Kind::to_host);
   EXPECT_FALSE(garbled.largest_output.has_value());
-  EXPECT_EQ(garbled.scope_work.size(), 1u);  // up to the first entry that does not read as one
+  ASSERT_EQ(garbled.scope_work.size(), 2u);  // up to the first entry that does not read as one
+  EXPECT_EQ(garbled.scope_work[0].calls, 0);  // written before calls were counted
+  EXPECT_EQ(garbled.scope_work[1].calls, 7);
   EXPECT_EQ(garbled.op_counts.at(""), 3);
 }
 

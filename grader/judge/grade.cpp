@@ -316,13 +316,16 @@ namespace {
 
 // The results a runner delivered after its ready line (throws WireError),
 // with the text from learner code (exception messages), shown repeated per
-// check, kept short.
+// check, kept short. The drivers' strings are lists the checks read (names a
+// learner chose among them): cut only far above any honest module's, since a
+// list cut short hides what it no longer holds (a parameter named with 5000
+// characters once hid itself from the exact-names check at 4 KiB).
 wire::Reply decode_results(const wire::RunnerStream& stream) {
   auto reply = wire::decode_reply(stream.results);
   if (reply.load_error) *reply.load_error = capped(*reply.load_error, kMaxLearnerText);
   for (auto& answer : reply.cases) {
     if (answer.error) *answer.error = capped(*answer.error, kMaxLearnerText);
-    for (auto& [key, text] : answer.outputs.strings) text = capped(text, kMaxLearnerText);
+    for (auto& [key, text] : answer.outputs.strings) text = capped(text, kMaxDriverList);
   }
   return reply;
 }

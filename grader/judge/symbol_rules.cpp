@@ -19,7 +19,8 @@ struct SymbolRule {
   bool refuses_run = false;  // the code is not run at all (it reaches into the grader itself, or past its measurements)
   // A pattern for LibTorch's own (exported) functions: it must match a symbol
   // of the LibTorch the grader runs on (libtorch_kernel_patterns, tested), or
-  // it guards nothing. "cuda": of its CUDA library, where there is one.
+  // it guards nothing. "cuda": of its CUDA library, where there is one;
+  // "c10": of its core library (c10).
   const char* in_libtorch = "";
 };
 const SymbolRule kJudgeRules[] = {
@@ -119,6 +120,11 @@ const SymbolRule kJudgeRules[] = {
     {"__sbrk", "moves the heap's end by hand, past the grader's memory accounting", true, true},
     {"__curbrk", "moves the heap's end by hand, past the grader's memory accounting", true, true},
     {"syscall", "makes raw system calls, past the C library", true, true},
+    // LibTorch's allocator replaced: code of the learner's own then runs inside
+    // every operator that allocates (out of the recording's depth 0), and
+    // tensors' memory comes from wherever it likes.
+    {"3c1012SetAllocator", "replaces LibTorch's memory allocator", false, true, "c10"},
+    {"3c1015SetCPUAllocator", "replaces LibTorch's memory allocator", false, true, "c10"},
 };
 
 // Text in the compiled code (its string constants) that attention code has

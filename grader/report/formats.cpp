@@ -122,9 +122,12 @@ std::string render(const GradeReport& report, const std::string& format, bool co
 
 void write_report_file(const std::filesystem::path& path, const std::string& text) {
   if (stop_requested()) return;  // a grade stopped from outside writes nothing more (stop.h)
-  auto partial = path;
-  partial += ".partial-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  // Beside it under a short name of its own: a name made longer than the
+  // file's (a student id of 240 bytes) could pass the 255-byte limit.
+  const auto partial = path.parent_path() /
+                       (".partial-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())) + "-" +
+                        std::to_string(std::hash<std::string>{}(path.filename().string())));
   // Synced before the rename: after a crash (even of the machine) the file
   // is the old one or the new one, whole.
   int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -103,6 +103,11 @@ int exit_code_for(Verdict verdict);
 // How much learner text a report shows: one exception message, and each of
 // the program's output streams (the output limit may let more through).
 constexpr size_t kMaxLearnerText = 4096;
+// How much of one string a driver returns the grade reads (the lists of a
+// module's parameters, buffers, calls: learner-chosen names in escaped
+// fields). A list cut short would hide what it no longer holds, so the bound
+// sits far above any honest module's; the runner's output limit bounds the rest.
+constexpr size_t kMaxDriverList = 256 * 1024;
 constexpr size_t kMaxShownOutput = 16 * 1024;
 
 // `text` cut to at most `max_bytes` (at a character boundary) with a note of

@@ -3,6 +3,9 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
 
+#include <sys/resource.h>
+#include <sys/time.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -80,7 +83,24 @@ void note_size(const at::RecordFunction& fn, const std::string& op) {
 struct ScopeWork {
   double macs = 0, elements = 0;
   uint64_t computed_at_entry = 0, computed = 0;
+  uint64_t calls = 0;  // operators learner code called itself (depth 0), any name
+  // The process's CPU time during the call, by the kernel's clock (every
+  // thread: work a helper thread does for the call counts).
+  uint64_t cpu_at_entry = 0, cpu_ns = 0;
 };
+
+// getrusage, not CLOCK_PROCESS_CPUTIME_ID: with RLIMIT_CPU set (the runner's
+// limits) the kernel serves the process clock from a counter updated at each
+// scheduler tick (4 ms here), while getrusage sums every thread's exact
+// runtime (to the microsecond).
+uint64_t process_cpu_ns() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto micros = [](const timeval& t) {
+    return static_cast<uint64_t>(t.tv_sec) * 1000000ull + static_cast<uint64_t>(t.tv_usec);
+  };
+  return (micros(usage.ru_utime) + micros(usage.ru_stime)) * 1000ull;
+}
 std::vector<ScopeWork> call_work;
 void (*scope_entered)() = nullptr;
 void (*scope_left)() = nullptr;
@@ -272,6 +292,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     call_work.emplace_back();
     if (computed_now) call_work.back().computed_at_entry = computed_now();
     if (scope_entered) scope_entered();
+    call_work.back().cpu_at_entry = process_cpu_ns();
     return context;
   }
   // The autograd engine's record of a node it runs (a backward the learner
@@ -284,6 +305,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     if (!call_work.empty()) call_work.back().macs += product_macs(context->op, fn);
     if (depth == 0) {
       context->watched = true;
+      if (!call_work.empty()) ++call_work.back().calls;
       note_inputs(fn, *context);
     }
     ++depth;
@@ -296,6 +318,7 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* base) {
   if (!context) return;
   std::lock_guard<std::mutex> lock(counts_mutex);
   if (context->marker) {
+    if (!call_work.empty()) call_work.back().cpu_ns = process_cpu_ns() - call_work.back().cpu_at_entry;
     in_forward = false;
     if (scope_left) scope_left();
     if (computed_now && !call_work.empty()) {
@@ -363,7 +386,8 @@ std::vector<wire::ScopeWork> OpRecorder::scope_work() const {
   std::vector<wire::ScopeWork> work;
   for (const auto& call : call_work) {
     work.push_back({static_cast<double>(static_cast<int64_t>(call.macs)),
-                    static_cast<double>(static_cast<int64_t>(call.elements)), static_cast<double>(call.computed)});
+                    static_cast<double>(static_cast<int64_t>(call.elements)), static_cast<double>(call.computed),
+                    static_cast<double>(call.calls), static_cast<double>(call.cpu_ns)});
   }
   return work;
 }

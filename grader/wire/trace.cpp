@@ -109,7 +109,8 @@ std::string work_text(const std::vector<ScopeWork>& work) {
   std::string text;
   for (const auto& call : work) {
     text += (text.empty() ? "" : " ") + std::to_string(whole_count(call.macs)) + "/" +
-            std::to_string(whole_count(call.elements)) + "/" + std::to_string(whole_count(call.computed));
+            std::to_string(whole_count(call.elements)) + "/" + std::to_string(whole_count(call.computed)) + "/" +
+            std::to_string(whole_count(call.calls)) + "/" + std::to_string(whole_count(call.cpu_ns));
   }
   return text;
 }
@@ -119,18 +120,24 @@ std::vector<ScopeWork> work_of(const std::string& text) {
   std::vector<ScopeWork> entries;
   std::istringstream work(text);
   for (std::string item; work >> item;) {
-    const auto first = item.find('/');
-    if (first == std::string::npos) break;
-    const auto second = item.find('/', first + 1);
-    ScopeWork entry;
-    try {
-      entry.macs = std::stod(item.substr(0, first));
-      entry.elements = std::stod(item.substr(first + 1, second - first - 1));
-      if (second != std::string::npos) entry.computed = std::stod(item.substr(second + 1));
-    } catch (const std::exception&) {
-      break;
+    // macs/elements[/computed[/calls[/cpu_ns]]]
+    std::vector<double> fields;
+    std::istringstream parts(item);
+    for (std::string part; std::getline(parts, part, '/');) {
+      size_t used = 0;
+      try {
+        fields.push_back(std::stod(part, &used));
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != part.size()) {
+        fields.clear();
+        break;
+      }
     }
-    entries.push_back(entry);
+    if (fields.size() < 2 || fields.size() > 5) break;
+    fields.resize(5, 0.0);
+    entries.push_back({fields[0], fields[1], fields[2], fields[3], fields[4]});
   }
   return entries;
 }

@@ -35,10 +35,13 @@ struct LargestOutput {
 
 // The work of one entry into the forward scope (one learner call): the
 // multiply-adds of matrix products and convolutions, the elements of the new
-// tensors its own operator calls returned, and the multiply-adds the
-// BLAS counter saw (0 where none was counted).
+// tensors its own operator calls returned, the multiply-adds the BLAS counter
+// saw (0 where none was counted), how many operators the learner's code
+// called itself (depth 0, whatever their names: a loop shows in it), and the
+// CPU time the process spent in the call (nanoseconds, the kernel's clock of
+// every thread: work in loops of the learner's own shows in it).
 struct ScopeWork {
-  double macs = 0, elements = 0, computed = 0;
+  double macs = 0, elements = 0, computed = 0, calls = 0, cpu_ns = 0;
 };
 
 struct Trace {

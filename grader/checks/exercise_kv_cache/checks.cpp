@@ -75,9 +75,11 @@ struct Call {
   std::string label;             // "previous", "reset", or "x <begin> <count>"
   int64_t begin = 0, count = 0;  // the tokens of x it fed
   bool feeds_x = false;
+  bool near = false;  // a call of the second module of a timed case (driver.cpp: `near`)
   std::optional<std::vector<int64_t>> k, v;  // the cache's shapes after it; nothing: undefined
   double macs = -1;                          // matrix-product multiply-adds inside it (-1: not recorded)
   double elements = -1;                      // elements of the new tensors its own operator calls returned
+  double cpu = -1;                           // seconds of the process's CPU time inside it
   bool threw = false;                        // the call threw after leaving the cache so
 };
 
@@ -114,8 +116,9 @@ std::vector<Call> calls_of(const CaseRun& run) {
     std::istringstream label(call.label);
     std::string what;
     label >> what;
-    if (what == "x") {
-      call.feeds_x = true;
+    if (what == "x" || what == "near") {
+      call.feeds_x = what == "x";
+      call.near = what == "near";
       label >> call.begin >> call.count;
     }
     calls.push_back(call);
@@ -133,6 +136,7 @@ std::vector<Call> calls_of(const CaseRun& run) {
     if (call_labels[i] != calls[i].label) break;
     calls[i].macs = std::max(measured[i].macs, measured[i].computed);
     calls[i].elements = measured[i].elements;
+    calls[i].cpu = measured[i].cpu_ns * 1e-9;
   }
   return calls;
 }
@@ -512,9 +516,53 @@ CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
                                     curvature),
                         evidence);
   }
+  // The CPU time of each call, by the kernel's clock of every thread: work
+  // done in loops of the code's own, with no operator or BLAS call, shows
+  // there. Judged on the check's last case (large D: a projection costs many
+  // times the attention over a token), where each one-token call comes right
+  // after one of a second module with fewer tokens cached: the difference of
+  // each such pair, per token cached more, read by its median.
+  std::string cpu_note;
+  if (spec.cases.size() > 1 && !kit.target().on_gpu()) {
+    const auto& timed = kit.input().at(spec.cases.back());
+    if (auto result = unusable(kit, spec, timed)) return *result;
+    const auto timed_calls = calls_of(timed);
+    std::vector<kit::CpuPair> pairs;
+    for (size_t i = 1; i < timed_calls.size(); ++i) {
+      const auto &near = timed_calls[i - 1], &far = timed_calls[i];
+      if (near.near && near.count == 1 && far.feeds_x && far.count == 1 && near.cpu >= 0 && far.cpu >= 0) {
+        pairs.push_back({static_cast<double>(near.begin), near.cpu, static_cast<double>(far.begin), far.cpu});
+      }
+    }
+    if (const auto growth = kit::cpu_growth_per_token(pairs)) {
+      const auto timed_dims = kit.data_of(timed).dims;
+      const double projection = kit::projection_cpu_seconds(timed_dims.at("B"), timed_dims.at("D"));
+      evidence.push_back(fmt::format(
+          "CPU time of one-token calls on {} (the kernel's count, every thread of your process), each with {} "
+          "tokens cached right after one with {} (a second module): {:.0f} us against {:.0f} us (the medians); "
+          "growth per cached token {:.2f} us; one D x D projection of a token takes {:.2f} us here (LibTorch's "
+          "matrix product, float64)",
+          timed.describe(), static_cast<int64_t>(pairs.front().far_tokens),
+          static_cast<int64_t>(pairs.front().near_tokens), kit::median_of(pairs, &kit::CpuPair::far_seconds) * 1e6,
+          kit::median_of(pairs, &kit::CpuPair::near_seconds) * 1e6, *growth * 1e6, projection * 1e6));
+      if (const auto projections = kit::projections_per_token(*growth, projection)) {
+        return results.fail(
+            spec.id,
+            fmt::format("each cached token adds {:.1f} us of CPU time to a one-token call, as long as {:.1f} D x D "
+                        "projections of a token take here, where attending over it needs a small part of one: "
+                        "something is computed again over the whole cache at every call, outside LibTorch's "
+                        "matrix products (loops of your own count too). Project only the new tokens and read the "
+                        "earlier keys and values from the cache",
+                        *growth * 1e6, *projections),
+            evidence);
+      }
+      cpu_note = fmt::format("; its CPU time grows by {:.2f} us per cached token ({:.2f} of a D x D projection)",
+                             *growth * 1e6, *growth / projection);
+    }
+  }
   return results.pass(spec.id, fmt::format("a one-token call grows by {:.0f} multiply-adds and {:.0f} elements per "
-                                           "cached token: only the attention over the cache grows",
-                                           mac_slope, element_slope));
+                                           "cached token: only the attention over the cache grows{}",
+                                           mac_slope, element_slope, cpu_note));
 }
 
 // Where the code puts each query, read from the outputs of a case fed one

@@ -4,6 +4,13 @@
 // tokens; after every call it notes the cache's shapes ("cache_shapes", one
 // line per call, in the order of "calls"), and at the end it returns the
 // calls' outputs joined along the tokens and the final cache.
+//
+// A case with `near` > 0 times the work of one-token calls against the cache
+// (work_per_call): a second module with the same weights is fed the first
+// `near` tokens, and before each one-token call of the first module it is fed
+// one token too ("near <begin> 1"): two calls next to each other in time, one
+// with `first - near` tokens more cached, so that what slows the machine for
+// a while slows both.
 #include <torch/torch.h>
 
 #include <string>
@@ -45,7 +52,31 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
         };
         const auto& x = in("x");
         const int64_t previous = request.integer(grader::wire::key::dim("R")), first = request.integer(grader::wire::key::dim("first")),
-                      step = request.integer(grader::wire::key::dim("step")), tokens = x.size(1);
+                      step = request.integer(grader::wire::key::dim("step")), tokens = x.size(1),
+                      near = request.integer_or(grader::wire::key::dim("near"), 0);
+        // The second module of a timed case: built and loaded as the first.
+        CachedSelfAttention other{nullptr};
+        if (near > 0) {
+          other = CachedSelfAttention(request.integer(grader::wire::key::ctor("dim")), request.integer(grader::wire::key::ctor("num_heads")));
+          other->to(x.device(), x.scalar_type());
+          torch::NoGradGuard no_grad;
+          auto theirs = other->named_parameters();
+          for (const auto& item : module->named_parameters()) {
+            if (auto* target = theirs.find(item.key())) target->copy_(item.value());
+          }
+        }
+        int64_t near_next = near;  // the next token the second module is fed
+        auto call_near = [&](int64_t begin, int64_t count) {
+          const auto label = "near " + std::to_string(begin) + " " + std::to_string(count);
+          try {
+            steps.step(label, [&] { return other->forward(x.narrow(1, begin, count)); });
+          } catch (...) {
+            response.strings["cache_shapes"] += label + " k=" + shape_of(other->k_cache) + " v=" + shape_of(other->v_cache) + " threw\n";
+            throw;
+          }
+          response.strings["cache_shapes"] += label + " k=" + shape_of(other->k_cache) + " v=" + shape_of(other->v_cache) + '\n';
+        };
+        if (near > 0) call_near(0, near);
         if (previous > 0) {
           call("previous", [&] { return module->forward(in("previous")); });
           call("reset", [&] {
@@ -56,6 +87,7 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
         std::vector<torch::Tensor> outputs;
         for (int64_t begin = 0; begin < tokens;) {
           const int64_t count = std::min(begin == 0 ? first : step, tokens - begin);
+          if (near > 0 && begin > 0 && count == 1 && near_next < first) call_near(near_next++, 1);
           const auto label = "x " + std::to_string(begin) + " " + std::to_string(count);
           auto output = call(label, [&] { return module->forward(x.narrow(1, begin, count)); });
           TORCH_CHECK(output.defined() && output.dim() == 3 && output.size(0) == x.size(0) && output.size(1) == count,

@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 #include <torch/version.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cctype>
@@ -295,6 +297,61 @@ std::optional<double> held_beyond(const OutsideMemory& memory, double allowance)
   const double beyond = static_cast<double>(memory.learner_peak) - static_cast<double>(memory.control_peak);
   if (beyond > allowance) return beyond;
   return std::nullopt;
+}
+
+namespace {
+double median(std::vector<double> values) {
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+}  // namespace
+
+std::optional<double> cpu_growth_per_token(const std::vector<CpuPair>& pairs) {
+  std::vector<double> slopes;
+  for (const auto& pair : pairs) {
+    const double more = pair.far_tokens - pair.near_tokens;
+    if (more != 0) slopes.push_back((pair.far_seconds - pair.near_seconds) / more);
+  }
+  if (slopes.empty()) return std::nullopt;
+  return median(std::move(slopes));
+}
+
+double median_of(const std::vector<CpuPair>& pairs, double CpuPair::*field) {
+  std::vector<double> values;
+  for (const auto& pair : pairs) values.push_back(pair.*field);
+  return values.empty() ? 0.0 : median(std::move(values));
+}
+
+std::optional<double> projections_per_token(double growth, double projection_seconds) {
+  if (!(projection_seconds > 0)) return std::nullopt;
+  const double projections = growth / projection_seconds;
+  if (projections >= kReprojectionFloor) return projections;
+  return std::nullopt;
+}
+
+double projection_cpu_seconds(int64_t batch, int64_t dim) {
+  constexpr int64_t kTokens = 256;  // at once, as a cache projected again would be
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(1);
+  const auto x = at::randn({kTokens * batch, dim}, generator, at::kDouble);
+  const auto w = at::randn({dim, dim}, generator, at::kDouble);
+  auto thread_seconds = [] {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+  };
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 15; ++i) {
+    const double start = thread_seconds();
+    const auto y = at::mm(x, w.t());
+    best = std::min(best, thread_seconds() - start);
+  }
+  return best / kTokens;
+}
+
+bool operators_grow(const OperatorCount& first, const OperatorCount& second) {
+  if (second.named > first.named) return true;
+  return first.traced && second.traced && second.own > first.own;
 }
 
 ProbeReading read_probe(std::vector<std::pair<double, int64_t>> errors, double tolerance) {

@@ -22,7 +22,8 @@ const std::vector<KindInfo>& kinds() {
       {"deterministic", &Kit::deterministic, false, "two runs of `cases` on identical inputs agree (eval mode)"},
       {"masked_values", &Kit::masked_values, false, "values at fully masked keys (option `input`) do not matter"},
       {"work_growth", &Kit::work_growth, false,
-       "matmul/softmax operator counts do not grow from cases[0] to cases[1]"},
+       "the operators the learner's forward calls itself (any name) and its matmul/softmax/mul/div counts do "
+       "not grow from cases[0] to cases[1]"},
       {"dependence", &Kit::dependence, true,
        "redrawing each input, each parameter, and batch elements 1.. moves the output of cases[0] exactly "
        "where it moves the reference's (option focus.<input or parameter prefix>: its focus point)"},

@@ -357,6 +357,45 @@ double inverse_of_float32_sqrt(double d);
 // they exceed `allowance`; nothing where within it or not measured.
 std::optional<double> held_beyond(const OutsideMemory& memory, double allowance);
 
+// Two one-token calls next to each other in time, with different numbers of
+// tokens cached (two modules of one case): what each had cached and the CPU
+// seconds it took.
+struct CpuPair {
+  double near_tokens = 0, near_seconds = 0, far_tokens = 0, far_seconds = 0;
+};
+// How much a call's CPU time grows per cached token: the median over the
+// pairs of their difference per token cached more. A machine slowed for a
+// while slows both calls of a pair; a pair slowed apart hardly moves the
+// median. Nothing without a pair whose token counts differ.
+std::optional<double> cpu_growth_per_token(const std::vector<CpuPair>& pairs);
+double median_of(const std::vector<CpuPair>& pairs, double CpuPair::*field);
+// How many D x D projections of a token (`projection_seconds` each, at BLAS
+// speed) that growth is, where it is at least kReprojectionFloor: attending
+// over a cached token and copying it cost a small part of one (0.1 to 0.8 at
+// D = 128, measured on the accepted corpus), a correct file that makes a
+// D x D temporary for each projection about one (the allocator's work on a
+// growing heap), and the unit itself varies by up to two between grades on a
+// busy machine; projecting the values again in plain loops costs about twenty.
+// Nothing where less, or no unit.
+constexpr double kReprojectionFloor = 4;
+std::optional<double> projections_per_token(double growth, double projection_seconds);
+// The CPU time this thread takes for one D x D projection of `batch` tokens in
+// float64 through LibTorch's matrix product (the BLAS it links), the least of
+// several measurements: the unit of projections_per_token. Call it under
+// numerics_lock (a suite's methods hold it).
+double projection_cpu_seconds(int64_t batch, int64_t dim);
+
+// The operators of one case of a work_growth check: those the learner's code
+// called itself inside forward (any name; `traced`: the trace has its calls),
+// and the matrix products, softmaxes, products and quotients at any depth.
+struct OperatorCount {
+  int64_t own = 0, named = 0;
+  bool traced = false;
+};
+// Whether the second configuration (more heads, say) runs more operators than
+// the first, by either count: a loop over what grew.
+bool operators_grow(const OperatorCount& first, const OperatorCount& second);
+
 struct ProbeReading {
   enum class Kind { one, several, none };
   Kind kind = Kind::none;

@@ -402,26 +402,41 @@ CheckResult Kit::masked_values(const CheckSpec& spec) const {
 CheckResult Kit::work_growth(const CheckSpec& spec) const {
   const auto ids = cases_of(spec);
   if (ids.size() != 2) throw ConfigError("check '" + spec.id + "' (work_growth) needs exactly two cases");
-  std::vector<int64_t> counts;
+  // Two counts of each case: the operators the learner's code called itself
+  // inside forward, whatever their names (a loop of any operator shows), and
+  // the matrix products, softmaxes, products and quotients at any depth.
+  std::vector<OperatorCount> counts;
   for (const auto& id : ids) {
     const auto& run = input_->at(id);
     if (not_runnable(run)) return explain(spec.id, id);
-    int64_t total = 0;
-    for (const auto& [op, count] : run.trace().op_counts) {
+    const auto trace = run.trace();
+    OperatorCount count;
+    for (const auto& call : trace.scope_work) count.own += static_cast<int64_t>(call.calls);
+    count.traced = !trace.scope_work.empty();
+    for (const auto& [op, n] : trace.op_counts) {
       if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
           op == "aten::div") {
-        total += count;
+        count.named += n;
       }
     }
-    counts.push_back(total);
+    counts.push_back(count);
   }
-  if (counts[1] > counts[0]) {
-    return results_.fail(spec.id,
-                         spec.option("says", "the number of matmul/softmax operations grows with the configuration"),
-                         {input_->at(ids[0]).describe() + ": " + std::to_string(counts[0]) + " operations",
-                          input_->at(ids[1]).describe() + ": " + std::to_string(counts[1]) + " operations"});
+  const auto& a = input_->at(ids[0]);
+  const auto& b = input_->at(ids[1]);
+  if (operators_grow(counts[0], counts[1])) {
+    std::vector<std::string> evidence;
+    if (counts[0].traced && counts[1].traced) {
+      evidence.push_back(fmt::format("operators your forward called itself: {} on {}, {} on {}", counts[0].own,
+                                     a.describe(), counts[1].own, b.describe()));
+    }
+    evidence.push_back(fmt::format("matrix products, softmaxes, products and quotients: {} on {}, {} on {}",
+                                   counts[0].named, a.describe(), counts[1].named, b.describe()));
+    return results_.fail(spec.id, spec.option("says", "the number of operations grows with the configuration"),
+                         evidence);
   }
-  return results_.pass(spec.id, "the same operations run in both configurations");
+  return results_.pass(spec.id, counts[0].traced ? fmt::format("the same {} operators run in both configurations",
+                                                               counts[0].own)
+                                                 : std::string("the same operations run in both configurations"));
 }
 
 }  // namespace grader::kit
