@@ -371,27 +371,30 @@ bool ran_through(const ChildOutcome& outcome, size_t requests, wire::Reply& repl
 // ---- memory measured from outside the runner (JudgeInput::outside_memory) ----
 
 // One runner, forked from the zygote where there is one, that runs `records`
-// with `object`: how it ended, with its cgroup's peak.
+// (the graded run's requests, whole) with `object` and is stopped once case
+// `through` is done: how it ended, with its cgroup's peak until then.
 ChildOutcome run_for_memory(const PreparedGrade& prepared, const SandboxStatus& sandbox,
-                            std::vector<wire::Record> records, const fs::path& object, const fs::path& scratch,
-                            const Confinement& confinement) {
-  // The runner waits, once its results are sent, until the grade has read
-  // its peak (ChildSpec::memory_peak_until_results).
-  if (!records.empty()) records.back().ints[wire::kHoldAfterResults] = 1;
+                            const std::vector<wire::Record>& records, size_t through, const fs::path& object,
+                            const fs::path& scratch, const Confinement& confinement) {
   auto spec = runner_spec(prepared, sandbox, records, object, scratch, confinement);
   spec.zygote = runner_zygote(prepared, sandbox);
   spec.zygote_object = object.string();
-  spec.memory_peak_until_results = true;
+  spec.memory_peak_through_case = through;
   spec.run_stage = [](const std::string& result) {
-    const auto stream = wire::split_runner_stream(result);
-    if (!stream.ready) return RunStage::starting;
-    if (stream.results.empty()) return RunStage::running;
-    try {
-      (void)wire::decode_reply(stream.results);
-    } catch (const wire::WireError&) {
-      return RunStage::running;  // not whole yet
+    const auto progress = wire::runner_progress(result);
+    RunStage stage;
+    stage.ready = progress.ready;
+    stage.case_markers = progress.ready ? progress.markers - 1 : 0;
+    stage.last_started = progress.last_started;
+    if (progress.ready && progress.rest_at < result.size() && !progress.marker_cut) {
+      try {
+        (void)wire::decode_reply(result.substr(progress.rest_at));
+        stage.results_whole = true;
+      } catch (const wire::WireError&) {
+        // not whole yet
+      }
     }
-    return RunStage::results_whole;
+    return stage;
   };
   return run_child(spec);
 }
@@ -455,14 +458,13 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
     memory.unavailable = "on a GPU the tensors are in the device's memory, which no cgroup counts";
     return memory;
   }
-  // Each memory case with every case the grade ran before it, in the same
-  // order and with the same inputs: to the learner's code the run is the
-  // graded one up to that case (a first call, or a count of calls, does not
-  // tell them apart).
-  std::vector<std::vector<wire::Record>> runs;
+  // The graded run's requests, whole, once for each memory case, stopped
+  // once that case is done: to the learner's code the run is the graded one
+  // (nothing in its request, nor a first call, nor a count of calls, tells
+  // them apart) until the moment it is stopped.
+  std::vector<size_t> runs;
   for (size_t i = 0; i < requests.size(); ++i) {
-    if (std::find(cases.begin(), cases.end(), requests[i].string("case")) == cases.end()) continue;
-    runs.emplace_back(requests.begin(), requests.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    if (std::find(cases.begin(), cases.end(), requests[i].string("case")) != cases.end()) runs.push_back(i);
   }
   const auto& exercise = prepared.exercise;
   const auto solutions = options.project_root / "solutions" / exercise.id;
@@ -486,30 +488,31 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
   // solution's on the same run. The model solution's peaks are kept (its
   // object, the runner and the cases' sizes decide them).
   ControlPeaks known(options.build_dir / "cache" / exercise.id / "memory-control.txt");
-  for (const auto& run : runs) {
-    const auto& record = run.back();
+  for (const size_t through : runs) {
+    const auto& record = requests[through];
+    const std::vector<wire::Record> run(requests.begin(), requests.begin() + static_cast<std::ptrdiff_t>(through + 1));
     const auto key = control_key(compiled.shared_object, prepared.toolchain.runner, run);
     auto control_peak = known.find(key);
     if (!control_peak) {
-      const auto theirs = run_for_memory(prepared, sandbox, run, compiled.shared_object, control.path(),
+      const auto theirs = run_for_memory(prepared, sandbox, requests, through, compiled.shared_object, control.path(),
                                          control_view);
-      if (!theirs.exited_cleanly() || !theirs.memory_peak_bytes) {
-        memory.unavailable = "the model solution's run of " + record.string("case") + " " +
-                             (theirs.memory_peak_bytes ? "ended with " + theirs.describe_end()
-                                                       : std::string("had no peak"));
+      if (!theirs.measured_through_case || !theirs.memory_peak_bytes) {
+        memory.unavailable = "the model solution's run of " + record.string("case") + " ended with " +
+                             theirs.describe_end() + (theirs.memory_peak_bytes ? "" : " and no peak");
         return memory;
       }
       control_peak = *theirs.memory_peak_bytes;
       known.add(key, *control_peak);
     }
-    const auto yours = run_for_memory(prepared, sandbox, run, prepared.shared_object, prepared.scratch->path(),
-                                      prepared.confinement);
-    wire::Reply reply;
-    if (!ran_through(yours, run.size(), reply)) {
+    const auto yours = run_for_memory(prepared, sandbox, requests, through, prepared.shared_object,
+                                      prepared.scratch->path(), prepared.confinement);
+    if (yours.markers_out_of_order) {
+      memory.learner_end = "its case markers on the grader's result channel came out of order (something "
+                           "else wrote into the channel)";
+    } else if (!yours.measured_through_case) {
       memory.learner_end = yours.memory_exceeded ? "killed at the memory limit"
                            : yours.timed_out     ? "stopped at the time limit"
-                           : yours.exited_cleanly() ? "its results were incomplete"
-                                                    : yours.describe_end();
+                                                 : "it ended early (" + yours.describe_end() + ")";
     }
     if (!memory.learner_end.empty()) {
       memory.learner_end += " on " + record.string("case");

@@ -430,26 +430,34 @@ class ChildRun {
     return true;
   }
 
-  // ChildSpec::memory_peak_until_results: the cgroup's peak counted from the
-  // ready marker (before any learner code loads) until the results are in
-  // whole; then the channel is closed, which lets the runner end (what ending
-  // touches, LibTorch's teardown writing to pages it shares with the zygote,
-  // is not the code's).
-  void follow_memory_peak() {
-    if (!spec_.memory_peak_until_results || !spec_.run_stage || !cgroup_ || peak_taken_) return;
+  // ChildSpec::memory_peak_through_case: the cgroup's peak counted from the
+  // ready marker (before any learner code loads) through that case; true
+  // once read (or given up), which stops the child: what it does after, its
+  // ending included, is not counted.
+  bool follow_memory_peak() {
+    if (!spec_.memory_peak_through_case || !spec_.run_stage || !cgroup_) return false;
+    if (peak_taken_) return true;
     // Read again only when the channel has grown (the loop wakes every few ms).
-    if (outcome_.result.size() == stage_seen_) return;
+    if (outcome_.result.size() == stage_seen_) return false;
     stage_seen_ = outcome_.result.size();
     const auto stage = spec_.run_stage(outcome_.result);
-    if (stage == RunStage::starting) return;
+    if (!stage.ready) return false;
     if (!peak_reset_) {
       peak_reset_ = true;
       cgroup_->reset_memory_peak();
     }
-    if (stage != RunStage::results_whole) return;
+    // The runner writes 0, 1, 2, ...: any other count was written by someone else.
+    if (stage.case_markers != (stage.last_started ? *stage.last_started + 1 : 0)) {
+      outcome_.markers_out_of_order = true;
+      peak_taken_ = true;
+      return true;
+    }
+    const size_t through = *spec_.memory_peak_through_case;
+    if (!stage.results_whole && !(stage.last_started && *stage.last_started > through)) return false;
     peak_taken_ = true;
     outcome_.memory_peak_bytes = cgroup_->memory_peak_bytes();
-    close_fd(result_.read);
+    outcome_.measured_through_case = stage.results_whole || stage.case_markers > through + 1;
+    return true;
   }
 
   // The step under way (ChildSpec::step_limit), read off the result channel
@@ -491,7 +499,7 @@ class ChildRun {
       return true;
     }
     follow_steps(now);
-    follow_memory_peak();
+    if (follow_memory_peak()) return true;  // measured: stopped, not a limit
     if (!reaped_ && step_ != kNoStep && spent(now, step_base_, step_stall_base_, step_seconds_, step_deadline_)) {
       outcome_.timed_out = true;
       outcome_.step_limit_seconds = step_seconds_;
@@ -583,6 +591,12 @@ class ChildRun {
   // Whatever happened, nothing of the child's process group (nor of its
   // cgroup, which also holds what left the group) outlives the run.
   void end() {
+    // A run measured through its last case may have ended before the loop read
+    // its channel a last time.
+    if (spec_.memory_peak_through_case && !peak_taken_ && cgroup_) {
+      stage_seen_ = outcome_.result.size() + 1;
+      (void)follow_memory_peak();
+    }
     if (forked_) {
       // By its pidfd: once reaped, its pid may be another process's. It never
       // forks (its filter), and its cgroup holds whatever else it started.
@@ -601,7 +615,7 @@ class ChildRun {
       cgroup_->kill_all();
       outcome_.cpu_seconds = cgroup_->cpu_seconds() + cpu_before_;
       outcome_.memory_exceeded = cgroup_->oom_kills() > 0;
-      if (!peak_taken_) outcome_.memory_peak_bytes = cgroup_->memory_peak_bytes();
+      if (!peak_taken_ && !spec_.memory_peak_through_case) outcome_.memory_peak_bytes = cgroup_->memory_peak_bytes();
       outcome_.process_cap_hit = cgroup_->process_cap_hits() > 0;
       if (outcome_.cpu_seconds > spec_.limits.cpu_seconds) outcome_.cpu_exceeded = outcome_.timed_out = true;
     }

@@ -39,7 +39,15 @@ struct StepLimit {
   double seconds = 0;
 };
 
-enum class RunStage { starting, running, results_whole };
+// Where the bytes of a runner's result channel say its run stands: its
+// start-up done (ready), the case markers so far, the last case begun, and
+// whether its results are in whole.
+struct RunStage {
+  bool ready = false;
+  size_t case_markers = 0;
+  std::optional<size_t> last_started;
+  bool results_whole = false;
+};
 
 struct ChildOutcome {
   bool started = false;
@@ -63,6 +71,8 @@ struct ChildOutcome {
   std::optional<double> step_limit_seconds;
   bool memory_exceeded = false;  // the kernel killed something of it for memory
   std::optional<uint64_t> memory_peak_bytes;  // the most it held at once, by the cgroup's count
+  bool measured_through_case = false;  // ChildSpec::memory_peak_through_case: the peak was read, the child stopped
+  bool markers_out_of_order = false;   // its case markers were not 0, 1, 2, ... (something else wrote them)
   bool process_cap_hit = false;  // a fork or thread creation was refused
   bool output_exceeded = false;  // stopped at the output limit
   bool abandoned = false;        // the deferred request never came: killed before it ran anything asked of it
@@ -97,12 +107,15 @@ struct ChildSpec {
   bool use_cgroup = false;           // run it in its own cgroup (memory, processes, CPU time)
   // ChildOutcome::memory_peak_bytes is the cgroup's peak from the runner's
   // ready marker (wire::kRunnerReady, before any learner code loads; what is
-  // held then counts) until its results are in whole, when the result
-  // channel is closed: a runner asked to (the request's "hold_after_results")
-  // waits for that before it ends.
-  bool memory_peak_until_results = false;
+  // held then counts) through case N of its request: read when the runner
+  // begins case N + 1 (or its results are whole), and the runner is then
+  // stopped (ChildOutcome::measured_through_case). The request is the graded
+  // run's, whole: nothing in it tells the code it will be stopped. Case
+  // markers out of order (code that wrote into the channel) end the
+  // measurement (ChildOutcome::markers_out_of_order).
+  std::optional<size_t> memory_peak_through_case;
   // Where the result channel's bytes say the run stands (set with
-  // memory_peak_until_results: the wire format is the caller's).
+  // memory_peak_through_case: the wire format is the caller's).
   std::function<RunStage(const std::string& result)> run_stage;
   bool drop_to_nobody = false;       // switch to user and group 65534 before exec (the grader runs as root)
   bool signal_in_exit_code = false;  // argv[0] reports a child's death by signal N as exit status 128+N (bwrap)

@@ -12,7 +12,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
-#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -86,15 +85,13 @@ void require_own_channel(int fd) {
   }
 }
 
-// Writes the results and closes the channel, unless `hold`: then it stays
-// open for the caller to wait on.
-void send(int fd, const grader::wire::Reply& reply, bool hold = false) {
+void send(int fd, const grader::wire::Reply& reply) {
   require_own_channel(fd);
   if (!write_all(fd, grader::wire::encode_reply(reply))) {
     std::fprintf(stderr, "grader-runner: cannot write results\n");
     std::_Exit(70);
   }
-  if (!hold) close(fd);
+  close(fd);
 }
 
 // The size in memory of the writable segments of the loaded object `file`.
@@ -260,18 +257,7 @@ int grader::run_submission(const char* submission_file, const std::string& shown
     reply.cases.push_back(std::move(answer));
   }
   std::fflush(stdout);
-  // A measurement from outside (memory peak, CPU time): the results are sent
-  // and the channel kept open until the grade has read what it measures and
-  // closed its end (the write end then reports an error), 5 s at most, so
-  // that nothing this process does while ending is counted.
-  const bool hold =
-      !requests.empty() && requests.back().fields.integer_or(grader::wire::kHoldAfterResults, 0) != 0;
-  send(result_fd, reply, hold);
-  if (hold) {
-    pollfd closed{result_fd, 0, 0};
-    (void)poll(&closed, 1, 5000);
-    close(result_fd);
-  }
+  send(result_fd, reply);
   return 0;
 }
 

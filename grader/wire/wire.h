@@ -72,11 +72,6 @@ inline at::ScalarType floating_dtype(const std::string& name) {
 // case kCaseStarted and the case's index in the request, one line ("CASE 3\n"),
 // then one message with every result.
 inline const std::string kRunnerReady = "RUNNER-READY\n";
-// An integer of a request's last record: once its results are sent, the
-// runner waits (a few seconds at most) until the grade closes the result
-// channel, so that the grade reads the memory peak of the run before the
-// runner's ending adds to it (ChildSpec::memory_peak_until_results).
-inline const std::string kHoldAfterResults = "hold_after_results";
 inline const std::string kCaseStarted = "CASE ";
 
 // What the runner wrote on its result channel, taken apart: whether it
