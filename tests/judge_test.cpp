@@ -461,6 +461,34 @@ TEST(OperatorGrowth, MoreOperatorsAtMoreHeads) {
   }
 }
 
+// What one case took above its start, measured from outside, against the
+// model solution's in the same case (one row per rule).
+TEST(OutsideMemory, TakenDuringACaseBeyondTheModelSolutions) {
+  struct Row {
+    uint64_t learner, control;
+    bool finding;
+  };
+  const double allowance = 4 << 20;
+  const std::vector<Row> rows = {
+      {9 << 20, 1 << 20, true},   // 8 MiB more: a score matrix on a thread's stack
+      {4 << 20, 1 << 20, false},  // 3 MiB more: within
+      {0, 2 << 20, false},        // less: memory reused from before the case
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(grader::kit::taken_beyond({row.learner, row.control}, allowance).has_value(), row.finding) << row.learner;
+  }
+  // What was in use when the case began: memory kept from call to call.
+  const std::vector<Row> kept = {
+      {106 << 20, 10 << 20, true},  // 96 MiB taken by a static object's constructor
+      {12 << 20, 10 << 20, false},  // 2 MiB: what the allocator keeps varies
+      {8 << 20, 10 << 20, false},
+  };
+  for (const auto& row : kept) {
+    EXPECT_EQ(grader::kit::kept_beyond({0, 0, row.learner, row.control}, allowance).has_value(), row.finding)
+        << row.learner;
+  }
+}
+
 // What a probe over candidates reads (one row per rule): one clear value, none
 // within tolerance, or several it cannot tell apart (a first token with one key
 // matches at every position, to rounding): not a finding.

@@ -90,6 +90,15 @@ struct OutsideMemory {
   std::string unavailable;    // why nothing was measured here (the peaks are then 0)
   std::string learner_end;    // how the learner's run of them ended, where it did not end cleanly
   std::string case_id;        // the case the peaks are of: where the learner's code held the most beyond
+  // Case by case, where the cgroup's peak can be restarted (v1), yours and the
+  // model solution's: the most each memory case had in use above what was in
+  // use when it began (a buffer, a stack or a thread made during the case),
+  // and what was in use when it began (memory kept from call to call).
+  struct Taken {
+    uint64_t learner = 0, control = 0;
+    uint64_t learner_start = 0, control_start = 0;
+  };
+  std::map<std::string, Taken> taken;  // by case id
 };
 
 struct JudgeInput {

@@ -458,13 +458,17 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
     memory.unavailable = "on a GPU the tensors are in the device's memory, which no cgroup counts";
     return memory;
   }
-  // The graded run's requests, whole, once for each memory case, stopped
-  // once that case is done: to the learner's code the run is the graded one
-  // (nothing in its request, nor a first call, nor a count of calls, tells
-  // them apart) until the moment it is stopped.
-  std::vector<size_t> runs;
+  // The graded run's requests, whole, stopped once the last memory case is
+  // done: to the learner's code the run is the graded one (nothing in its
+  // request, nor a first call, nor a count of calls, tells them apart) until
+  // the moment it is stopped.
+  std::optional<size_t> through;
   for (size_t i = 0; i < requests.size(); ++i) {
-    if (std::find(cases.begin(), cases.end(), requests[i].string("case")) != cases.end()) runs.push_back(i);
+    if (std::find(cases.begin(), cases.end(), requests[i].string("case")) != cases.end()) through = i;
+  }
+  if (!through) {
+    memory.unavailable = "no memory case was planned";
+    return memory;
   }
   const auto& exercise = prepared.exercise;
   const auto solutions = options.project_root / "solutions" / exercise.id;
@@ -484,52 +488,72 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
                          control.path(), options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
                          sandbox, control_view);
   if (!compiled.ok) throw GraderFault("the model solution of " + exercise.id + " does not compile: " + compiled.diagnostics);
-  // Run by run, each in a runner of its own, compared with the model
-  // solution's on the same run. The model solution's peaks are kept (its
-  // object, the runner and the cases' sizes decide them).
+  // What each memory case took above its start (CaseMemory), by case id.
+  // What each memory case held when it began and took above that (CaseMemory), by case id.
+  auto taken_of = [&](const ChildOutcome& outcome) {
+    std::map<std::string, std::pair<uint64_t, uint64_t>> taken;  // id -> (start, taken)
+    for (const auto& window : outcome.case_memory) {
+      if (window.index >= requests.size()) continue;
+      const auto& id = requests[window.index].string("case");
+      if (std::find(cases.begin(), cases.end(), id) == cases.end()) continue;
+      taken[id] = {window.start, window.peak > window.start ? window.peak - window.start : 0};
+    }
+    return taken;
+  };
+  // The model solution's figures are kept (its object, the runner and the
+  // cases' sizes decide them): "<key>" its peak, "<key>:<case>" what a case took.
   ControlPeaks known(options.build_dir / "cache" / exercise.id / "memory-control.txt");
-  for (const size_t through : runs) {
-    const auto& record = requests[through];
-    const std::vector<wire::Record> run(requests.begin(), requests.begin() + static_cast<std::ptrdiff_t>(through + 1));
-    const auto key = control_key(compiled.shared_object, prepared.toolchain.runner, run);
-    auto control_peak = known.find(key);
-    if (!control_peak) {
-      const auto theirs = run_for_memory(prepared, sandbox, requests, through, compiled.shared_object, control.path(),
-                                         control_view);
-      if (!theirs.measured_through_case || !theirs.memory_peak_bytes) {
-        memory.unavailable = "the model solution's run of " + record.string("case") + " ended with " +
-                             theirs.describe_end() + (theirs.memory_peak_bytes ? "" : " and no peak");
-        return memory;
-      }
-      control_peak = *theirs.memory_peak_bytes;
-      known.add(key, *control_peak);
-    }
-    const auto yours = run_for_memory(prepared, sandbox, requests, through, prepared.shared_object,
-                                      prepared.scratch->path(), prepared.confinement);
-    if (yours.markers_out_of_order) {
-      memory.learner_end = "its case markers on the grader's result channel came out of order (something "
-                           "else wrote into the channel)";
-    } else if (!yours.measured_through_case) {
-      memory.learner_end = yours.memory_exceeded ? "killed at the memory limit"
-                           : yours.timed_out     ? "stopped at the time limit"
-                                                 : "it ended early (" + yours.describe_end() + ")";
-    }
-    if (!memory.learner_end.empty()) {
-      memory.learner_end += " on " + record.string("case");
+  const std::vector<wire::Record> run(requests.begin(), requests.begin() + static_cast<std::ptrdiff_t>(*through + 1));
+  const auto key = control_key(compiled.shared_object, prepared.toolchain.runner, run);
+  // "<key>:cases": how many case figures were kept with the peak (none on cgroup v2).
+  auto control_peak = known.find(key + ":cases") ? known.find(key) : std::nullopt;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> control_taken;
+  for (const auto& id : cases) {
+    auto start = known.find(key + ":" + id + ":start");
+    auto bytes = known.find(key + ":" + id);
+    if (start && bytes) control_taken[id] = {*start, *bytes};
+  }
+  if (!control_peak) {
+    const auto theirs = run_for_memory(prepared, sandbox, requests, *through, compiled.shared_object, control.path(),
+                                       control_view);
+    if (!theirs.measured_through_case || !theirs.memory_peak_bytes) {
+      memory.unavailable = "the model solution's run ended with " + theirs.describe_end() +
+                           (theirs.memory_peak_bytes ? "" : " and no peak");
       return memory;
     }
-    if (!yours.memory_peak_bytes) {
-      memory.unavailable = "the runner's cgroup had no peak";
-      return memory;
+    control_peak = *theirs.memory_peak_bytes;
+    control_taken = taken_of(theirs);
+    for (const auto& [id, figures] : control_taken) {
+      known.add(key + ":" + id + ":start", figures.first);
+      known.add(key + ":" + id, figures.second);
     }
-    // The case where the learner's code holds the most beyond the model solution's.
-    const double beyond = static_cast<double>(*yours.memory_peak_bytes) - static_cast<double>(*control_peak);
-    if (memory.case_id.empty() ||
-        beyond > static_cast<double>(memory.learner_peak) - static_cast<double>(memory.control_peak)) {
-      memory.learner_peak = *yours.memory_peak_bytes;
-      memory.control_peak = *control_peak;
-      memory.case_id = record.string("case");
-    }
+    known.add(key, *control_peak);
+    known.add(key + ":cases", control_taken.size());  // last: the figures above are whole
+  }
+  const auto yours = run_for_memory(prepared, sandbox, requests, *through, prepared.shared_object,
+                                    prepared.scratch->path(), prepared.confinement);
+  const auto& last = requests[*through].string("case");
+  if (yours.markers_out_of_order) {
+    memory.learner_end = "its case markers on the grader's result channel came out of order (something "
+                         "else wrote into the channel)";
+  } else if (!yours.measured_through_case) {
+    memory.learner_end = (yours.memory_exceeded ? std::string("killed at the memory limit")
+                          : yours.timed_out     ? std::string("stopped at the time limit")
+                                                : "it ended early (" + yours.describe_end() + ")") +
+                         " before the end of " + last;
+  }
+  if (!memory.learner_end.empty()) return memory;
+  if (!yours.memory_peak_bytes) {
+    memory.unavailable = "the runner's cgroup had no peak";
+    return memory;
+  }
+  memory.learner_peak = *yours.memory_peak_bytes;
+  memory.control_peak = *control_peak;
+  memory.case_id = last;
+  for (const auto& [id, figures] : taken_of(yours)) {
+    auto theirs = control_taken.find(id);
+    if (theirs == control_taken.end()) continue;
+    memory.taken[id] = {figures.second, theirs->second.second, figures.first, theirs->second.first};
   }
   return memory;
 }

@@ -433,7 +433,11 @@ class ChildRun {
   // ChildSpec::memory_peak_through_case: the cgroup's peak counted from the
   // ready marker (before any learner code loads) through that case; true
   // once read (or given up), which stops the child: what it does after, its
-  // ending included, is not counted.
+  // ending included, is not counted. Where the peak can be restarted, each
+  // case's own too (ChildOutcome::case_memory): restarted when the grade sees
+  // the case begin, read when it sees the next one begin. Cases that begin
+  // and end between two reads of the channel share a window, whose figures
+  // each of them is given; the run's peak is the most of its windows'.
   bool follow_memory_peak() {
     if (!spec_.memory_peak_through_case || !spec_.run_stage || !cgroup_) return false;
     if (peak_taken_) return true;
@@ -442,9 +446,31 @@ class ChildRun {
     stage_seen_ = outcome_.result.size();
     const auto stage = spec_.run_stage(outcome_.result);
     if (!stage.ready) return false;
+    const bool windows = cgroup_->can_reset_memory_peak();
+    auto restart = [&](std::optional<size_t> index) {
+      cgroup_->reset_memory_peak();
+      window_case_ = index;
+      window_start_ = cgroup_->memory_usage_bytes().value_or(0);
+    };
+    // The window open since `window_case_` began, closed when the grade sees
+    // case `next` begin: every case begun in it (several, when some began and
+    // ended between two reads) is given its figures.
+    auto close_window = [&](std::optional<size_t> next) {
+      const auto peak = cgroup_->memory_peak_bytes();
+      if (peak) run_peak_ = std::max(run_peak_, *peak);
+      if (!windows || !peak) return;
+      // The window before the first marker (the runner's start-up) holds the
+      // cases begun before the grade first saw one.
+      if (!window_case_ && !(next && *next > 0)) return;
+      const size_t first = window_case_ ? *window_case_ : 0;
+      const size_t last = next && *next > first ? *next - 1 : first;
+      for (size_t index = first; index <= last; ++index) {
+        outcome_.case_memory.push_back({index, window_start_, *peak});
+      }
+    };
     if (!peak_reset_) {
       peak_reset_ = true;
-      cgroup_->reset_memory_peak();
+      restart(std::nullopt);
     }
     // The runner writes 0, 1, 2, ...: any other count was written by someone else.
     if (stage.case_markers != (stage.last_started ? *stage.last_started + 1 : 0)) {
@@ -453,10 +479,18 @@ class ChildRun {
       return true;
     }
     const size_t through = *spec_.memory_peak_through_case;
-    if (!stage.results_whole && !(stage.last_started && *stage.last_started > through)) return false;
+    const bool done = stage.results_whole || (stage.last_started && *stage.last_started > through);
+    bool closed = false;
+    if (windows && stage.last_started != window_case_) {
+      close_window(stage.last_started);
+      closed = true;
+      if (!done) restart(stage.last_started);
+    }
+    if (!done) return false;
+    if (!closed) close_window(std::nullopt);  // the last case's window (or, without windows, the whole run's)
     peak_taken_ = true;
-    outcome_.memory_peak_bytes = cgroup_->memory_peak_bytes();
-    outcome_.measured_through_case = stage.results_whole || stage.case_markers > through + 1;
+    if (run_peak_ > 0) outcome_.memory_peak_bytes = run_peak_;
+    outcome_.measured_through_case = true;
     return true;
   }
 
@@ -657,6 +691,8 @@ class ChildRun {
   Pipe out_, err_, request_, result_, args_;
   std::unique_ptr<Cgroup> cgroup_;
   bool peak_reset_ = false, peak_taken_ = false;  // follow_memory_peak
+  std::optional<size_t> window_case_;             // the case whose window is open
+  uint64_t window_start_ = 0, run_peak_ = 0;
   size_t stage_seen_ = 0;                         // the result's size when run_stage last read it
   std::optional<Zygote::Child> forked_;  // a zygote's child, where one forked it
   pid_t pid_ = -1;

@@ -49,6 +49,15 @@ struct RunStage {
   bool results_whole = false;
 };
 
+// What one case of a measured run (ChildSpec::memory_peak_through_case) took,
+// by the cgroup's count: what was in use when the grade saw it begin, and the
+// most in use until the grade saw the next begin (cgroup v1, whose peak can be
+// restarted; none on v2).
+struct CaseMemory {
+  size_t index = 0;
+  uint64_t start = 0, peak = 0;
+};
+
 struct ChildOutcome {
   bool started = false;
   bool timed_out = false;
@@ -73,6 +82,7 @@ struct ChildOutcome {
   std::optional<uint64_t> memory_peak_bytes;  // the most it held at once, by the cgroup's count
   bool measured_through_case = false;  // ChildSpec::memory_peak_through_case: the peak was read, the child stopped
   bool markers_out_of_order = false;   // its case markers were not 0, 1, 2, ... (something else wrote them)
+  std::vector<CaseMemory> case_memory;  // ChildSpec::memory_peak_through_case, case by case, in order
   bool process_cap_hit = false;  // a fork or thread creation was refused
   bool output_exceeded = false;  // stopped at the output limit
   bool abandoned = false;        // the deferred request never came: killed before it ran anything asked of it

@@ -318,6 +318,14 @@ std::optional<uint64_t> Cgroup::memory_peak_bytes() const {
   return static_cast<uint64_t>(bytes);
 }
 
+std::optional<uint64_t> Cgroup::memory_usage_bytes() const {
+  const auto file = memory_dir_ + (version_ == "v2" ? "/memory.current" : "/memory.usage_in_bytes");
+  std::istringstream text(read_text(file));
+  unsigned long long bytes = 0;
+  if (!(text >> bytes)) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
+
 void Cgroup::reset_memory_peak() {
   if (version_ != "v2") write_text(memory_dir_ + "/memory.max_usage_in_bytes", "0");
 }

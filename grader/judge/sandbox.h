@@ -63,6 +63,9 @@ class Cgroup {
   std::optional<uint64_t> memory_peak_bytes() const;
   // Restarts that peak from what is held now (cgroup v1; v2 keeps its peak).
   void reset_memory_peak();
+  bool can_reset_memory_peak() const { return version_ != "v2"; }
+  // What everything in it holds now, by the kernel's count.
+  std::optional<uint64_t> memory_usage_bytes() const;
   void kill_all();               // SIGKILL everything still in it, until empty
 
  private:

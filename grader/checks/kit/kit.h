@@ -356,6 +356,12 @@ double inverse_of_float32_sqrt(double d);
 // solution's on the same cases (measured from outside: OutsideMemory), where
 // they exceed `allowance`; nothing where within it or not measured.
 std::optional<double> held_beyond(const OutsideMemory& memory, double allowance);
+// The bytes a case took above its start beyond what the model solution's took
+// in the same case (OutsideMemory::taken), where they exceed `allowance`.
+std::optional<double> taken_beyond(const OutsideMemory::Taken& taken, double allowance);
+// The bytes in use when a case began beyond the model solution's then, where
+// they exceed `allowance`: memory kept from one call to the next.
+std::optional<double> kept_beyond(const OutsideMemory::Taken& taken, double allowance);
 
 // Two one-token calls next to each other in time, with different numbers of
 // tokens cached (two modules of one case): what each had cached and the CPU
