@@ -91,6 +91,37 @@ TEST_F(Package, Gradescope) {
     }
   }
   EXPECT_NE(read(top / "source" / "setup.sh").find("./grade build exercise_sdpa"), std::string::npos);
+  // After the build, the reference's and the checks' sources, the compiled
+  // reference and the grade program are the owner's alone (the submission's
+  // code runs as nobody, and Gradescope's container has no sandbox).
+  const auto setup = read(top / "source" / "setup.sh");
+  EXPECT_LT(setup.find("\n./grade build"), setup.find("\nscripts/seal.sh")) << "the package is not sealed after its build";
+  {
+    const auto grader = top / "source" / "grader";
+    const auto build = grader / "build";
+    for (const auto& made : {build / "reference", build / "grader"}) fs::create_directories(made);
+    std::ofstream(build / "reference" / "libreference.a") << "x";
+    std::ofstream(build / "grader" / "grade") << "x";
+    auto sealed = run("bash " + quote((grader / "scripts" / "seal.sh").string()) + " " + quote(grader.string()) + " " +
+                      quote(build.string()));
+    ASSERT_EQ(sealed.exit_code, 0) << sealed.raw;
+    const auto others = fs::perms::group_all | fs::perms::others_all;
+    for (const auto& top_path : {grader / "reference", grader / "grader" / "checks", build / "reference",
+                                 build / "grader" / "grade"}) {
+      ASSERT_TRUE(fs::exists(top_path)) << top_path << " is not in the package";
+      std::vector<fs::path> paths{top_path};
+      if (fs::is_directory(top_path)) {
+        for (const auto& entry : fs::recursive_directory_iterator(top_path)) paths.push_back(entry.path());
+      }
+      for (const auto& path : paths) {
+        EXPECT_EQ(fs::status(path).permissions() & others, fs::perms::none) << path << " is readable by others";
+      }
+    }
+    // What the runner (nobody) reads stays readable: the exercise's interface.
+    EXPECT_NE(fs::status(grader / "exercises" / "exercise_sdpa" / "sdpa.h").permissions() & fs::perms::others_read,
+              fs::perms::none);
+    fs::remove_all(build);
+  }
 
   const auto results = top / "results" / "results.json";
   auto grade = [&](const std::string& what) {
