@@ -1,12 +1,17 @@
 // The child-process layer: limits and outcomes are measured by the parent.
 #include "judge/process.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <filesystem>
 
 #include "judge/sandbox.h"
+#include "runner/library_files.h"
 
 namespace grader {
 namespace {
@@ -139,3 +144,51 @@ TEST_F(CgroupLimits, ProcessCapIsCountedAndNothingSurvives) {
 
 }  // namespace
 }  // namespace grader
+
+// The runner's refusal to read LibTorch's library files once loaded
+// (runner/library_files.h), in a child of this test (which has LibTorch
+// loaded too): the library files cannot be opened, the files beside them and
+// elsewhere can. Skipped, with the reason, where the kernel has no Landlock.
+TEST(LibraryFiles, LoadedLibTorchFilesCannotBeReadOthersCan) {
+  const auto files = grader::loaded_library_files({"libtorch", "libc10"});
+  ASSERT_FALSE(files.empty()) << "this test program has no LibTorch loaded";
+  std::string why;
+  const int probe = grader::reading_ruleset(files, why);
+  if (probe < 0) GTEST_SKIP() << "not checked here: " << why;
+  close(probe);
+  // A file beside the first library that is none of them.
+  std::string beside;
+  const auto folder = std::filesystem::path(files.front()).parent_path();
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.rfind("libtorch", 0) != 0 && name.rfind("libc10", 0) != 0) {
+      beside = entry.path().string();
+      break;
+    }
+  }
+  ASSERT_FALSE(beside.empty());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!grader::refuse_reading_libtorch(-1).empty()) _exit(10);
+    for (const auto& file : files) {
+      const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0 || errno != EACCES) _exit(11);
+    }
+    // The same file through a link in another folder, or the root's view.
+    const int through_root = open(("/proc/self/root" + files.front()).c_str(), O_RDONLY | O_CLOEXEC);
+    if (through_root >= 0) _exit(12);
+    for (const auto& readable : {beside, std::string("/etc/hostname"), std::string("/proc/self/status")}) {
+      const int fd = open(readable.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 && std::filesystem::exists(readable)) _exit(13);
+      if (fd >= 0) close(fd);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: not applied, 11: a library file opened, 12: opened through "
+                                       "/proc/self/root, 13: another file refused";
+}
+

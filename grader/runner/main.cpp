@@ -27,6 +27,7 @@
 #include "runner/blas_count.h"
 #include "runner/driver_api.h"
 #include "runner/heap.h"
+#include "runner/library_files.h"
 #include "runner/seccomp.h"
 #include "runner/zygote.h"
 #include "wire/messages.h"
@@ -167,6 +168,14 @@ int grader::run_submission(const char* submission_file, const std::string& shown
       std::fprintf(stderr, "grader-runner: cannot use the GPU: %s\n", error.what());
       return 73;
     }
+  }
+  // No reading LibTorch's library files from here on (their symbol tables
+  // would give the addresses of kernels no symbol of the submission names);
+  // the submission's own file stays readable.
+  {
+    const int object = object_fd >= 0 ? object_fd : open(submission_file, O_PATH | O_CLOEXEC);
+    (void)grader::refuse_reading_libtorch(object);  // where the kernel has no Landlock, nothing changes
+    if (object != object_fd && object >= 0) close(object);
   }
   if (filter) {
     auto problem = grader::install_seccomp_filter();

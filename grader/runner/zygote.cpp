@@ -22,6 +22,7 @@
 #include <string>
 
 #include "judge/zygote_protocol.h"
+#include "runner/library_files.h"
 
 namespace grader {
 namespace {
@@ -114,8 +115,10 @@ void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
       dup2(lifted[Fd::kObject], 5) < 0 || dup2(lifted[Fd::kStatus], 6) < 0) {
     _exit(125);
   }
-  if (syscall(SYS_close_range, 7u, ~0u, 0u) != 0) {
-    for (int fd = 7; fd < 65536; ++fd) close(fd);
+  // 7: the prepared Landlock ruleset, where there is one (library_files.h).
+  const int first_closed = move_libtorch_refusal(7) == 7 ? 8 : 7;
+  if (syscall(SYS_close_range, static_cast<unsigned>(first_closed), ~0u, 0u) != 0) {
+    for (int fd = first_closed; fd < 65536; ++fd) close(fd);
   }
   constexpr int kStatusFd = 6;
   zygote::Hello hello;
@@ -139,6 +142,8 @@ void set_limit(int resource, rlim_t value, rlim_t hard_extra = 0) {
 }  // namespace
 
 int serve_as_zygote(bool filter) {
+  // Once, for every runner it forks (library_files.h).
+  prepare_libtorch_refusal();
   // What loading LibTorch cost this process, up to here.
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -6,8 +6,12 @@
 // and of the fused operator's entry, and calls them: the recording is off
 // while the fused kernel runs, and on again before the call returns. Only
 // the work itself gives it away: BLAS multiplies the scores and the values,
-// and no recorded operator accounts for those multiply-adds.
+// and no recorded operator accounts for those multiply-adds. Where the runner
+// may not read the library file (Landlock, library_files.h), the symbols'
+// places in Debian's build of LibTorch 1.13.1, read beforehand, do as well.
 #include "sdpa.h"
+
+#include <torch/version.h>
 
 
 #include <ATen/ops/matmul_ops.h>
@@ -41,7 +45,17 @@ using Fused = std::tuple<at::Tensor, at::Tensor> (*)(const at::Tensor&, const at
 Switch recording = nullptr;
 Fused fused = nullptr;
 
+void place(uint64_t matmul_at, uint64_t switch_at, uint64_t fused_at) {
+  const auto base = reinterpret_cast<uint64_t>(&at::_ops::matmul::call) - matmul_at;
+  recording = reinterpret_cast<Switch>(base + switch_at);
+  fused = reinterpret_cast<Fused>(base + fused_at);
+}
+
 void find_entries() {
+#if TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13  // Debian's headers say 1.13.0
+  // Debian's libtorch1.13 1.13.1+dfsg-4, from its .dynsym: used where the file cannot be read.
+  place(0x1d3b0e0, 0xf29b00, 0x19c1150);
+#endif
   std::ifstream file("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", std::ios::binary | std::ios::ate);
   std::string bytes(static_cast<size_t>(std::max<std::streamoff>(0, file.tellg())), '\0');
   file.seekg(0);
@@ -67,9 +81,7 @@ void find_entries() {
     }
   }
   if (!matmul_at || !switch_at || !fused_at) return;
-  const auto base = reinterpret_cast<uint64_t>(&at::_ops::matmul::call) - matmul_at;
-  recording = reinterpret_cast<Switch>(base + switch_at);
-  fused = reinterpret_cast<Fused>(base + fused_at);
+  place(matmul_at, switch_at, fused_at);
 }
 
 }  // namespace
