@@ -77,19 +77,18 @@ struct CaseRun {
 };
 
 // The memory a submission's code held, measured from outside its process
-// (Suite::outside_memory_cases): the grade's cases run again up to each such
-// case (the same calls as the graded run) in a runner of its own, and by the
-// exercise's model solution, each runner's peak
-// counted by the kernel for its cgroup (heap, stacks, static storage and
-// anything mapped, whoever in the process took it and whenever), from the
-// runner's ready marker until its results are in. The peaks are those of the
-// case where the learner's code held the most beyond the model solution's.
+// (Suite::outside_memory_cases): the graded run's requests, whole, run again
+// in a runner of its own and stopped after the last such case, and so by the
+// exercise's model solution; each runner's peak counted by the kernel for its
+// cgroup (heap, stacks, static storage and anything mapped, whoever in the
+// process took it and whenever) from the runner's ready marker, and case by
+// case where the peak can be restarted (`taken`).
 struct OutsideMemory {
   uint64_t learner_peak = 0;  // bytes
   uint64_t control_peak = 0;  // the model solution's, on the same cases
   std::string unavailable;    // why nothing was measured here (the peaks are then 0)
   std::string learner_end;    // how the learner's run of them ended, where it did not end cleanly
-  std::string case_id;        // the case the peaks are of: where the learner's code held the most beyond
+  std::string case_id;        // the last memory case, after which the runs were stopped
   // Case by case, where the cgroup's peak can be restarted (v1), yours and the
   // model solution's: the most each memory case had in use above what was in
   // use when it began (a buffer, a stack or a thread made during the case),

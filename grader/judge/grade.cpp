@@ -439,12 +439,12 @@ std::string control_key(const fs::path& object, const std::string& runner, const
   return digest.hex();
 }
 
-// The grade's cases run again up to each of the suite's memory cases, by the
-// learner's code and by the exercise's model solution (compiled like a
-// submission, in a scratch folder of its own that the learner's runner never
-// sees; from the compile cache after the first time), each in a runner of its
-// own: the kernel's count of each runner's peak, which the learner's code
-// cannot reach.
+// The graded run's requests run again through the last of the suite's memory
+// cases, by the learner's code and by the exercise's model solution (compiled
+// like a submission, in a scratch folder of its own that the learner's runner
+// never sees; from the compile cache after the first time), each in a runner
+// of its own: the kernel's count of each runner's peak, and of each memory
+// case's, which the learner's code cannot reach.
 OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade& prepared,
                                      const std::vector<wire::Record>& requests) {
   OutsideMemory memory;

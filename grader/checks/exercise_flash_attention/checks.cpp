@@ -167,15 +167,15 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
                                                          bytes_text(held), dims.at("Nq"), dims.at("Nk"));
   }
   // From outside the process: what the kernel counted for a runner that ran
-  // the grade's cases again up to the measured one, against the model
-  // solution's on the same cases. Stacks, heap taken before the call (a
-  // static object's), any allocator: all count.
+  // the graded run again through the last memory case, against the model
+  // solution's on the same cases, for the run and case by case. Stacks, heap
+  // taken before the call (a static object's), any allocator: all count.
   std::string outside_note;
   if (const auto& outside = kit.input().outside_memory) {
     if (!outside->learner_end.empty()) {
       return results.fail(spec.id,
-                          "run again up to the memory case measured from outside, your code did not end as it did "
-                          "in the graded run (" +
+                          "run again to measure its memory from outside, your code did not get through the memory "
+                          "cases as it did in the graded run (" +
                               outside->learner_end + "): the memory it holds could not be measured",
                           evidence);
     }
