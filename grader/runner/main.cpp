@@ -21,6 +21,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "op_recorder.h"
@@ -260,6 +261,7 @@ int grader::run_submission(const char* submission_file, const std::string& shown
       trace.heap_growth = grader::heap::take_growth();
       trace.static_bytes = static_bytes;
       trace.recording_intact = recorder.intact();
+      std::tie(trace.graph_ops, trace.graph_op) = recorder.graph_built();
       answer.trace = trace;
     }
     answer.outputs = std::move(response);

@@ -1,6 +1,7 @@
 #include "op_recorder.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 
 #include <sys/resource.h>
@@ -51,6 +52,10 @@ const void* storage_of(const at::Tensor& tensor) {
 }
 std::set<wire::DeviceEvent> events;
 std::set<double> fills;  // finite masked_fill values (note_inputs)
+// Operators learner code called itself in the scope with grad mode on and an
+// input that requires grad (an autograd graph built), and the first one's name.
+long graph_ops = 0;
+std::string graph_op;
 
 // The largest storage an operator returned inside the forward scope, at any
 // depth: the biggest single allocation of the forward (a view or an
@@ -257,6 +262,20 @@ void note_inputs(const at::RecordFunction& fn, OpContext& context) {
   if (is_move(context.op) && to_cpu && from_accelerator) events.insert({wire::DeviceEvent::Kind::to_host, context.op, ""});
 }
 
+// Whether an operator's inputs include a tensor that requires grad (with grad
+// mode on, its result joins an autograd graph).
+bool builds_graph(const at::RecordFunction& fn) {
+  for (const auto& value : fn.inputs()) {
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().requires_grad()) return true;
+    if (value.isTensorList()) {
+      for (const auto& tensor : value.toTensorList()) {
+        if (static_cast<const at::Tensor&>(tensor).defined() && static_cast<const at::Tensor&>(tensor).requires_grad()) return true;
+      }
+    }
+  }
+  return false;
+}
+
 void note_outputs(const at::RecordFunction& fn, const OpContext& context) {
   if (is_move(context.op) && context.device_given) {
     // .to(x.device()): on the CPU the result is the same tensor; trusted to follow x.
@@ -307,6 +326,9 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
       context->watched = true;
       if (!call_work.empty()) ++call_work.back().calls;
       note_inputs(fn, *context);
+      if (at::GradMode::is_enabled() && builds_graph(fn)) {
+        if (graph_ops++ == 0) graph_op = context->op;
+      }
     }
     ++depth;
   }
@@ -359,6 +381,8 @@ void OpRecorder::start(const std::string& marker) {
   events.clear();
   fills.clear();
   largest = {};
+  graph_ops = 0;
+  graph_op.clear();
   call_work.clear();
   recording = true;
 }
@@ -390,6 +414,11 @@ std::vector<wire::ScopeWork> OpRecorder::scope_work() const {
                     static_cast<double>(call.calls), static_cast<double>(call.cpu_ns)});
   }
   return work;
+}
+
+std::pair<long, std::string> OpRecorder::graph_built() const {
+  std::lock_guard<std::mutex> lock(counts_mutex);
+  return {graph_ops, graph_op};
 }
 
 std::vector<double> OpRecorder::fill_values() const {

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "wire/trace.h"
@@ -44,6 +45,9 @@ class OpRecorder {
   // The finite values learner code filled tensors with since start() (masked_fill, where, full, fill_),
   // each once, at most wire::kMaxFillValues.
   std::vector<double> fill_values() const;
+  // Operators learner code called itself in the scope with grad mode on and
+  // an input that requires grad, and the first one's name (wire::Trace::graph_ops).
+  std::pair<long, std::string> graph_built() const;
   // False if learner code switched recording off or removed the callback.
   bool intact() const;
   // Called as each entry into the forward scope begins and ends (the runner's

@@ -19,8 +19,9 @@ const std::string kOpPrefix = "op:";
 const std::string kDeviceEvents = "device_events", kLargestOutput = "largest_output", kScopeWork = "scope_work",
                   kFillValues = "fill_values";
 const std::string kHeapGrowth = "heap_growth", kStaticBytes = "static_bytes", kRecordingIntact = "recording_intact";
-const std::vector<std::string> kStringFields = {kDeviceEvents, kLargestOutput, kScopeWork, kFillValues};
-const std::vector<std::string> kIntFields = {kHeapGrowth, kStaticBytes, kRecordingIntact};
+const std::string kGraphOps = "graph_ops", kGraphOp = "graph_op";
+const std::vector<std::string> kStringFields = {kDeviceEvents, kLargestOutput, kScopeWork, kFillValues, kGraphOp};
+const std::vector<std::string> kIntFields = {kHeapGrowth, kStaticBytes, kRecordingIntact, kGraphOps};
 
 // The operator counts among a record's integers: the keys with kOpPrefix, one
 // run in the sorted map.
@@ -192,6 +193,8 @@ void put_trace(Record& response, const Trace& trace) {
   response.ints[kHeapGrowth] = trace.heap_growth;
   response.ints[kStaticBytes] = trace.static_bytes;
   response.ints[kRecordingIntact] = trace.recording_intact ? 1 : 0;
+  response.ints[kGraphOps] = trace.graph_ops;
+  response.strings[kGraphOp] = wire::escape_field(trace.graph_op);
 }
 
 Trace trace_of(const Record& response) {
@@ -207,6 +210,8 @@ Trace trace_of(const Record& response) {
   trace.heap_growth = response.integer_or(kHeapGrowth, 0);
   trace.static_bytes = response.integer_or(kStaticBytes, 0);
   trace.recording_intact = response.integer_or(kRecordingIntact, 0) != 0;
+  trace.graph_ops = response.integer_or(kGraphOps, 0);
+  trace.graph_op = wire::unescape_field(response.string_or(kGraphOp, ""));
   return trace;
 }
 

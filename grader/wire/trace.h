@@ -57,6 +57,12 @@ struct Trace {
   int64_t heap_growth = 0;                   // bytes the heap grew by inside forward (runner/heap.h)
   int64_t static_bytes = 0;                  // bytes of the learner library's static data
   bool recording_intact = false;             // operator recording still on at the end
+  // Operators the learner's code called itself inside the scope with grad
+  // mode on and an input that requires grad: an autograd graph built (where
+  // the code runs inside a custom Function's forward or backward, whose
+  // grad mode autograd switches off, it switched it on). The first one's name.
+  int64_t graph_ops = 0;
+  std::string graph_op;
 };
 
 // Operator names longer than this are cut (the wire caps keys).

@@ -60,7 +60,9 @@ const std::vector<KindInfo>& kinds() {
        "the axis the softmax normalises over, measured by the attention probe"},
       {"attention_mask", &Kit::attention_mask, true,
        "masked keys get exactly zero weight, measured by the attention probe"},
-      {kNoBuiltinsCheck, &Kit::no_builtins, false, "no forbidden operator ran and no forbidden symbol is linked"},
+      {kNoBuiltinsCheck, &Kit::no_builtins, false,
+       "no forbidden operator ran and no forbidden symbol is linked; with no_graph: \"true\", none of the learner's "
+       "own operators built an autograd graph (grad mode on, an input requiring grad)"},
   };
   return table;
 }

@@ -513,6 +513,22 @@ CheckResult Kit::run_kind(const CheckSpec& spec) const {
 CheckResult Kit::no_builtins(const CheckSpec& spec) const {
   auto result = check_no_builtins(results_, *input_);
   result.id = spec.id;
+  if (result.status != CheckStatus::passed || spec.option("no_graph", "") != "true") return result;
+  // `no_graph: true`: the learner's Functions derive their backward by hand,
+  // so none of their own operators may build an autograd graph (grad mode is
+  // off inside a custom Function's forward and backward unless switched on).
+  for (const auto& [id, run] : input_->cases) {
+    const auto trace = run.trace();
+    if (trace.graph_ops == 0) continue;
+    return results_.fail(
+        spec.id,
+        "your code switches grad mode on inside its Functions and builds an autograd graph (" + trace.graph_op +
+            " on a tensor that requires grad): a graph walked or differentiated there is autograd doing the "
+            "backward; derive it by hand from the tensors forward saved",
+        {fmt::format("{}: {} operator calls of your own with grad mode on and an input that requires grad, the "
+                     "first {}",
+                     run.describe(), trace.graph_ops, trace.graph_op)});
+  }
   return result;
 }
 
