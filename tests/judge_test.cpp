@@ -440,9 +440,9 @@ TEST(CallCpuTime, GrowthPerCachedTokenInProjections) {
   EXPECT_FALSE(grader::kit::projections_per_token(1.0, 0.0).has_value());  // no unit: no finding
 }
 
-// A loop over heads (one row per rule): more operators at more heads by either
-// count is a finding; the count of the code's own calls only where both cases
-// were traced.
+// A loop over heads (one row per rule): more operators at more heads by any
+// count is a finding, the count of the code's own calls only where both cases
+// were traced; so are more matrix products than kProductCeiling (10).
 TEST(OperatorGrowth, MoreOperatorsAtMoreHeads) {
   using grader::kit::OperatorCount;
   struct Row {
@@ -450,42 +450,52 @@ TEST(OperatorGrowth, MoreOperatorsAtMoreHeads) {
     bool grows;
   };
   const std::vector<Row> rows = {
-      {{12, 9, true}, {12, 9, true}, false},    // vectorised: the same operators
-      {{12, 9, true}, {36, 9, true}, true},     // a loop of operators no name list holds (at::mv)
-      {{12, 9, true}, {12, 21, true}, true},    // a loop of matmuls
-      {{12, 9, false}, {36, 9, false}, false},  // no forward scope traced: the names decide
-      {{12, 9, true}, {10, 9, true}, false},    // fewer is no loop
+      {{12, 9, true, 6}, {12, 9, true, 6}, false},     // vectorised: the same operators
+      {{12, 9, true, 6}, {36, 9, true, 6}, true},      // a loop of operators no name list holds (at::mv)
+      {{12, 9, true, 6}, {12, 21, true, 6}, true},     // a loop of matmuls
+      {{12, 9, false, 6}, {36, 9, false, 6}, false},   // no forward scope traced: the names decide
+      {{12, 9, true, 6}, {10, 9, true, 6}, false},     // fewer is no loop
+      {{12, 9, true, 8}, {12, 9, true, 20}, true},     // products made inside another operator
+      {{40, 9, true, 36}, {40, 9, true, 36}, true},    // a loop over 16 slots, whatever the heads
+      {{12, 9, true, 4}, {12, 9, true, 4}, false},     // fused projections
   };
   for (const auto& row : rows) {
-    EXPECT_EQ(grader::kit::operators_grow(row.few, row.many), row.grows) << row.many.own << " " << row.many.named;
+    EXPECT_EQ(grader::kit::operators_grow(row.few, row.many), row.grows)
+        << row.many.own << " " << row.many.named << " " << row.many.products;
   }
 }
 
-// What one case took above its start, measured from outside, against the
-// model solution's in the same case (one row per rule).
-TEST(OutsideMemory, TakenDuringACaseBeyondTheModelSolutions) {
+// A case's peak measured from outside (in use when it began, and taken above
+// that), against the model solution's in the same case (one row per rule).
+TEST(OutsideMemory, ACasesPeakBeyondTheModelSolutions) {
   struct Row {
-    uint64_t learner, control;
+    uint64_t learner, control, learner_start, control_start;
     bool finding;
   };
   const double allowance = 4 << 20;
   const std::vector<Row> rows = {
-      {9 << 20, 1 << 20, true},   // 8 MiB more: a score matrix on a thread's stack
-      {4 << 20, 1 << 20, false},  // 3 MiB more: within
-      {0, 2 << 20, false},        // less: memory reused from before the case
+      {9 << 20, 1 << 20, 10 << 20, 10 << 20, true},   // 8 MiB more taken: a score matrix on a thread's stack
+      {4 << 20, 1 << 20, 10 << 20, 10 << 20, false},  // 3 MiB more: within
+      {0, 2 << 20, 12 << 20, 10 << 20, false},        // memory reused from before the case: the same peak
+      {5 << 20, 1 << 20, 13 << 20, 10 << 20, true},   // 3 MiB kept and 4 MiB taken: each within, 7 together
   };
   for (const auto& row : rows) {
-    EXPECT_EQ(grader::kit::taken_beyond({row.learner, row.control}, allowance).has_value(), row.finding) << row.learner;
+    EXPECT_EQ(grader::kit::case_peak_beyond({row.learner, row.control, row.learner_start, row.control_start}, allowance)
+                  .has_value(),
+              row.finding)
+        << row.learner;
   }
   // What was in use when the case began: memory kept from call to call.
   const std::vector<Row> kept = {
-      {106 << 20, 10 << 20, true},  // 96 MiB taken by a static object's constructor
-      {12 << 20, 10 << 20, false},  // 2 MiB: what the allocator keeps varies
-      {8 << 20, 10 << 20, false},
+      {0, 0, 106 << 20, 10 << 20, true},  // 96 MiB taken by a static object's constructor
+      {0, 0, 12 << 20, 10 << 20, false},  // 2 MiB: what the allocator keeps varies
+      {0, 0, 8 << 20, 10 << 20, false},
   };
   for (const auto& row : kept) {
-    EXPECT_EQ(grader::kit::kept_beyond({0, 0, row.learner, row.control}, allowance).has_value(), row.finding)
-        << row.learner;
+    EXPECT_EQ(grader::kit::kept_beyond({row.learner, row.control, row.learner_start, row.control_start}, allowance)
+                  .has_value(),
+              row.finding)
+        << row.learner_start;
   }
 }
 

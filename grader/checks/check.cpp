@@ -257,6 +257,14 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   return results.pass(kNoBuiltinsCheck, "only basic operations ran");
 }
 
+bool is_product_kernel(const std::string& op) {
+  static const std::set<std::string> kernels = {
+      "aten::mm",  "aten::addmm", "aten::_addmm_activation", "aten::bmm", "aten::baddbmm", "aten::addbmm",
+      "aten::mv",  "aten::addmv", "aten::dot",               "aten::vdot", "aten::addr",   "aten::ger",
+      "aten::outer"};
+  return kernels.count(op) > 0;
+}
+
 bool is_matrix_product(const std::string& op) {
   static const std::set<std::string> products = {"aten::matmul",  "aten::bmm",    "aten::mm",    "aten::einsum",
                                                  "aten::baddbmm", "aten::linear", "aten::addmm", "aten::tensordot"};

@@ -246,5 +246,9 @@ std::vector<std::string> keys_of(const Map& map) {
 
 // A LibTorch operator that multiplies matrices (attention cannot do without one).
 bool is_matrix_product(const std::string& op);
+// The operators every matrix product of LibTorch comes down to (mm, bmm,
+// addmm, baddbmm, mv, addmv, dot, ...): one call per product, whichever call
+// of the learner's made it.
+bool is_product_kernel(const std::string& op);
 
 }  // namespace grader

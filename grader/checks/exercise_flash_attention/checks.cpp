@@ -150,7 +150,12 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
                           2 * nq * dims.at("block"));
     const double held_allowed = std::max(given + 128.0 * 1024.0, full / 2);
     outside_allowed = std::max(outside_allowed, held_allowed);
-    case_allowed[id] = std::max(held_allowed, kOutsideFloor);
+    // Case by case from outside: a quarter of the full matrix, at least the
+    // floor, not half of it: the model solution's own blocks are part of its
+    // peak (a file that kept the 8 MiB matrix and made no blocks came 4.25 MiB
+    // above it), and files with other mistakes came up to 11 MiB above it on
+    // the 64 MiB case.
+    case_allowed[id] = std::max(kOutsideFloor, full / 4);
     evidence.push_back(fmt::format(
         "{}: memory held at once during the call, counted at the allocator (LibTorch's tensors and your own "
         "buffers alike, with your code's static storage): {}; allowed: {} (a copy of the inputs, the output twice, "
@@ -195,7 +200,8 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
         const auto& run = kit.input().at(id);
         evidence.push_back(fmt::format(
             "measured from outside, {}: your code's runner held {} when the case began and took {} above that, the "
-            "model solution's {} and {}; allowed above the model solution's: {} when it began, {} during it",
+            "model solution's {} and {}; allowed above the model solution's: {} when it began, {} at the case's "
+            "peak (the two added)",
             run.describe(), bytes_text(static_cast<double>(taken.learner_start)),
             bytes_text(static_cast<double>(taken.learner)), bytes_text(static_cast<double>(taken.control_start)),
             bytes_text(static_cast<double>(taken.control)), bytes_text(kOutsideFloor), bytes_text(allowed->second)));
@@ -208,12 +214,13 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
                           run.describe(), bytes_text(*beyond)),
               evidence);
         }
-        if (auto beyond = kit::taken_beyond(taken, allowed->second)) {
+        if (auto beyond = kit::case_peak_beyond(taken, allowed->second)) {
           return results.fail(
               spec.id,
-              fmt::format("during {} your code's process took {} more memory than the model solution's did during "
+              fmt::format("during {} your code's process held {} more memory than the model solution's did during "
                           "the same case, as much as its (Nq, Nk) score matrix or a large part of it, wherever it "
-                          "was kept (a buffer, a thread's stack): keep one block of keys' scores at a time",
+                          "was kept (a buffer, a thread's stack, memory taken before the case): keep one block of "
+                          "keys' scores at a time",
                           run.describe(), bytes_text(*beyond)),
               evidence);
         }

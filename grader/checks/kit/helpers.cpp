@@ -350,12 +350,14 @@ double projection_cpu_seconds(int64_t batch, int64_t dim) {
 }
 
 bool operators_grow(const OperatorCount& first, const OperatorCount& second) {
-  if (second.named > first.named) return true;
+  if (second.named > first.named || second.products > first.products) return true;
+  if (std::max(first.products, second.products) > kProductCeiling) return true;
   return first.traced && second.traced && second.own > first.own;
 }
 
-std::optional<double> taken_beyond(const OutsideMemory::Taken& taken, double allowance) {
-  const double beyond = static_cast<double>(taken.learner) - static_cast<double>(taken.control);
+std::optional<double> case_peak_beyond(const OutsideMemory::Taken& taken, double allowance) {
+  const double beyond = static_cast<double>(taken.learner_start + taken.learner) -
+                        static_cast<double>(taken.control_start + taken.control);
   if (beyond > allowance) return beyond;
   return std::nullopt;
 }

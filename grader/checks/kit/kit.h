@@ -356,9 +356,12 @@ double inverse_of_float32_sqrt(double d);
 // solution's on the same cases (measured from outside: OutsideMemory), where
 // they exceed `allowance`; nothing where within it or not measured.
 std::optional<double> held_beyond(const OutsideMemory& memory, double allowance);
-// The bytes a case took above its start beyond what the model solution's took
-// in the same case (OutsideMemory::taken), where they exceed `allowance`.
-std::optional<double> taken_beyond(const OutsideMemory::Taken& taken, double allowance);
+// The bytes a case had in use at its peak (what was in use when it began and
+// what it took above that, OutsideMemory::taken) beyond the model solution's
+// in the same case, where they exceed `allowance`. (Judged together: memory
+// kept from before the case and memory taken during it, each under its own
+// allowance, once added up to a whole score matrix.)
+std::optional<double> case_peak_beyond(const OutsideMemory::Taken& taken, double allowance);
 // The bytes in use when a case began beyond the model solution's then, where
 // they exceed `allowance`: memory kept from one call to the next.
 std::optional<double> kept_beyond(const OutsideMemory::Taken& taken, double allowance);
@@ -397,9 +400,15 @@ double projection_cpu_seconds(int64_t batch, int64_t dim);
 struct OperatorCount {
   int64_t own = 0, named = 0;
   bool traced = false;
+  int64_t products = 0;  // calls of the kernels every matrix product comes down to, at any depth
 };
 // Whether the second configuration (more heads, say) runs more operators than
-// the first, by either count: a loop over what grew.
+// the first, by any count, or more matrix products than kProductCeiling: a
+// loop over what grew, or a loop over a fixed number of slots as large as the
+// most heads. Every accepted multi-head file makes 4 to 6 products (the
+// projections, the scores, the weighted values) whatever the head count; a
+// loop over 8 heads makes 20.
+constexpr int64_t kProductCeiling = 10;
 bool operators_grow(const OperatorCount& first, const OperatorCount& second);
 
 struct ProbeReading {

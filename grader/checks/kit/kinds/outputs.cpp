@@ -414,6 +414,9 @@ CheckResult Kit::work_growth(const CheckSpec& spec) const {
     for (const auto& call : trace.scope_work) count.own += static_cast<int64_t>(call.calls);
     count.traced = !trace.scope_work.empty();
     for (const auto& [op, n] : trace.op_counts) {
+      if (is_product_kernel(op)) count.products += n;
+    }
+    for (const auto& [op, n] : trace.op_counts) {
       if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
           op == "aten::div") {
         count.named += n;
@@ -431,6 +434,20 @@ CheckResult Kit::work_growth(const CheckSpec& spec) const {
     }
     evidence.push_back(fmt::format("matrix products, softmaxes, products and quotients: {} on {}, {} on {}",
                                    counts[0].named, a.describe(), counts[1].named, b.describe()));
+    evidence.push_back(fmt::format("calls of the kernels matrix products come down to (mm, bmm, addmm, mv, ...), at "
+                                   "any depth: {} on {}, {} on {} (a batched file makes 4 to 6, whatever the heads)",
+                                   counts[0].products, a.describe(), counts[1].products, b.describe()));
+    const bool grew = counts[1].named > counts[0].named || counts[1].products > counts[0].products ||
+                      (counts[0].traced && counts[1].traced && counts[1].own > counts[0].own);
+    if (!grew) {
+      return results_.fail(spec.id,
+                           fmt::format("your forward makes {} matrix products whatever the number of heads, where a "
+                                       "batched one makes 4 to 6: a loop over a fixed number of head slots is a loop "
+                                       "over heads too; keep the heads as a tensor axis and let one batched matmul "
+                                       "handle every head",
+                                       std::max(counts[0].products, counts[1].products)),
+                           evidence);
+    }
     return results_.fail(spec.id, spec.option("says", "the number of operations grows with the configuration"),
                          evidence);
   }
