@@ -545,6 +545,16 @@ CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
           timed.describe(), static_cast<int64_t>(pairs.front().far_tokens),
           static_cast<int64_t>(pairs.front().near_tokens), kit::median_of(pairs, &kit::CpuPair::far_seconds) * 1e6,
           kit::median_of(pairs, &kit::CpuPair::near_seconds) * 1e6, *growth * 1e6, projection * 1e6));
+      if (const auto projections = kit::projections_per_token(*growth, projection); projections && *projections < 0) {
+        return results.fail(
+            spec.id,
+            fmt::format("a one-token call with more tokens cached takes {:.1f} us less CPU time per token than one with "
+                        "fewer, as long as {:.1f} D x D projections of a token: the calls of one module do work that "
+                        "grows with another module's cache. Each module's call should do its own work: project only "
+                        "its new tokens and read its earlier keys and values from its own cache",
+                        -*growth * 1e6, -*projections),
+            evidence);
+      }
       if (const auto projections = kit::projections_per_token(*growth, projection)) {
         return results.fail(
             spec.id,

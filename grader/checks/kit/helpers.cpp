@@ -326,7 +326,7 @@ double median_of(const std::vector<CpuPair>& pairs, double CpuPair::*field) {
 std::optional<double> projections_per_token(double growth, double projection_seconds) {
   if (!(projection_seconds > 0)) return std::nullopt;
   const double projections = growth / projection_seconds;
-  if (projections >= kReprojectionFloor) return projections;
+  if (std::abs(projections) >= kReprojectionFloor) return projections;
   return std::nullopt;
 }
 

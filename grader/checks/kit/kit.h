@@ -385,7 +385,8 @@ double median_of(const std::vector<CpuPair>& pairs, double CpuPair::*field);
 // D x D temporary for each projection about one (the allocator's work on a
 // growing heap), and the unit itself varies by up to two between grades on a
 // busy machine; projecting the values again in plain loops costs about twenty.
-// Nothing where less, or no unit.
+// As much less (the calls with more cached being the faster) is a finding
+// too: work one module does for another. Nothing where less, or no unit.
 constexpr double kReprojectionFloor = 4;
 std::optional<double> projections_per_token(double growth, double projection_seconds);
 // The CPU time this thread takes for one D x D projection of `batch` tokens in
