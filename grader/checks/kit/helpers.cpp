@@ -355,15 +355,8 @@ bool operators_grow(const OperatorCount& first, const OperatorCount& second) {
   return first.traced && second.traced && second.own > first.own;
 }
 
-std::optional<double> case_peak_beyond(const OutsideMemory::Taken& taken, double allowance) {
-  const double beyond = static_cast<double>(taken.learner_start + taken.learner) -
-                        static_cast<double>(taken.control_start + taken.control);
-  if (beyond > allowance) return beyond;
-  return std::nullopt;
-}
-
-std::optional<double> kept_beyond(const OutsideMemory::Taken& taken, double allowance) {
-  const double beyond = static_cast<double>(taken.learner_start) - static_cast<double>(taken.control_start);
+std::optional<double> taken_beyond(const OutsideMemory::Taken& taken, double allowance) {
+  const double beyond = static_cast<double>(taken.learner) - static_cast<double>(taken.control);
   if (beyond > allowance) return beyond;
   return std::nullopt;
 }
