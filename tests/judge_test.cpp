@@ -466,29 +466,6 @@ TEST(OperatorGrowth, MoreOperatorsAtMoreHeads) {
   }
 }
 
-// What a case took above its start, measured from outside, against the model
-// solution's in the same case (one row per rule); what was in use when it
-// began is not judged on its own.
-TEST(OutsideMemory, TakenDuringACaseBeyondTheModelSolutions) {
-  struct Row {
-    uint64_t learner, control, learner_start, control_start;
-    bool finding;
-  };
-  const double allowance = 4 << 20;
-  const std::vector<Row> rows = {
-      {9 << 20, 1 << 20, 10 << 20, 10 << 20, true},   // 8 MiB more: a score matrix on a thread's stack
-      {4 << 20, 1 << 20, 10 << 20, 10 << 20, false},  // 3 MiB more: within
-      {0, 2 << 20, 12 << 20, 10 << 20, false},        // memory reused from before the case
-      {1 << 20, 1 << 20, 22 << 20, 10 << 20, false},  // what the allocator kept from earlier cases
-  };
-  for (const auto& row : rows) {
-    EXPECT_EQ(grader::kit::taken_beyond({row.learner, row.control, row.learner_start, row.control_start}, allowance)
-                  .has_value(),
-              row.finding)
-        << row.learner;
-  }
-}
-
 // What a probe over candidates reads (one row per rule): one clear value, none
 // within tolerance, or several it cannot tell apart (a first token with one key
 // matches at every position, to rounding): not a finding.

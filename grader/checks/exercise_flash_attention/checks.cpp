@@ -101,8 +101,9 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
   std::vector<std::string> evidence;
   std::string passed;
   // Measured from outside: the run's peak above the model solution's by what
-  // its largest case allows; each case's memory taken above its start by a
-  // quarter of its matrix, at least kOutsideFloor.
+  // its largest case allows. What each case took is shown, not judged: in
+  // CI's seed sweep, under load, the model solution itself came 8.75 MiB above
+  // its own figure from another run on a 1024-key case.
   double outside_allowed = 0;
   std::map<std::string, double> case_allowed;
   for (const auto& id : spec.cases) {
@@ -197,19 +198,11 @@ CheckResult block_memory(const kit::Kit& kit, const CheckSpec& spec) {
         const auto& run = kit.input().at(id);
         evidence.push_back(fmt::format(
             "measured from outside, {}: your code's runner held {} when the case began and took {} above that, the "
-            "model solution's {} and {}; allowed above the model solution's taken: {}",
+            "model solution's {} and {} (shown, not judged: under load the grade sees cases begin late and its "
+            "windows run into each other; a quarter of the matrix would be {})",
             run.describe(), bytes_text(static_cast<double>(taken.learner_start)),
             bytes_text(static_cast<double>(taken.learner)), bytes_text(static_cast<double>(taken.control_start)),
             bytes_text(static_cast<double>(taken.control)), bytes_text(allowed->second)));
-        if (auto beyond = kit::taken_beyond(taken, allowed->second)) {
-          return results.fail(
-              spec.id,
-              fmt::format("during {} your code's process took {} more memory than the model solution's did during "
-                          "the same case, as much as its (Nq, Nk) score matrix or a large part of it, wherever it "
-                          "was kept (a buffer, a thread's stack): keep one block of keys' scores at a time",
-                          run.describe(), bytes_text(*beyond)),
-              evidence);
-        }
       }
       if (auto beyond = kit::held_beyond(*outside, outside_allowed)) {
         return results.fail(

@@ -355,12 +355,6 @@ bool operators_grow(const OperatorCount& first, const OperatorCount& second) {
   return first.traced && second.traced && second.own > first.own;
 }
 
-std::optional<double> taken_beyond(const OutsideMemory::Taken& taken, double allowance) {
-  const double beyond = static_cast<double>(taken.learner) - static_cast<double>(taken.control);
-  if (beyond > allowance) return beyond;
-  return std::nullopt;
-}
-
 ProbeReading read_probe(std::vector<std::pair<double, int64_t>> errors, double tolerance) {
   std::sort(errors.begin(), errors.end());
   if (errors.empty() || errors[0].first > tolerance) return {ProbeReading::Kind::none, 0};

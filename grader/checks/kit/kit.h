@@ -356,12 +356,6 @@ double inverse_of_float32_sqrt(double d);
 // solution's on the same cases (measured from outside: OutsideMemory), where
 // they exceed `allowance`; nothing where within it or not measured.
 std::optional<double> held_beyond(const OutsideMemory& memory, double allowance);
-// The bytes a case took above what was in use when it began, beyond what the
-// model solution's took in the same case (OutsideMemory::taken), where they
-// exceed `allowance`. (What was in use when a case began is not judged on its
-// own: it holds what the allocator kept from earlier cases, which varies by
-// file and by machine load, up to 11 MiB on a correct-memory file in CI.)
-std::optional<double> taken_beyond(const OutsideMemory::Taken& taken, double allowance);
 
 // Two one-token calls next to each other in time, with different numbers of
 // tokens cached (two modules of one case): what each had cached and the CPU
