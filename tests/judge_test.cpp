@@ -461,7 +461,8 @@ TEST(OperatorGrowth, MoreOperatorsAtMoreHeads) {
       {{12, 9, true, 4}, {12, 9, true, 4}, false},     // fused projections
   };
   for (const auto& row : rows) {
-    EXPECT_EQ(grader::kit::operators_grow(row.few, row.many), row.grows)
+    EXPECT_EQ(grader::kit::operators_grow(row.few, row.many) || grader::kit::too_many_products(row.few, row.many),
+              row.grows)
         << row.many.own << " " << row.many.named << " " << row.many.products;
   }
 }

@@ -348,26 +348,6 @@ std::string running_when_stopped(const wire::RunnerStream& stream, const std::ve
                      request.string_or("describe", request.string_or("case", "?")));
 }
 
-// The case limits' rule for this grade: the device's, with --case-time-limit.
-// Whether a run of several grades' requests (grade_on_seeds) ended as a lone
-// grade's run does when nothing stops it (and whether a memory rerun did): the runner started and ended
-// cleanly within its limits and delivered one result per request. Anything
-// else is graded again one grade at a time, so that each gets its own verdict.
-bool ran_through(const ChildOutcome& outcome, size_t requests, wire::Reply& reply) {
-  const auto stream = wire::split_runner_stream(outcome.result);
-  if (!stream.ready) return false;
-  if (outcome.memory_exceeded || outcome.output_exceeded || outcome.timed_out || outcome.process_cap_hit ||
-      outcome.result_truncated || !outcome.exited_cleanly()) {
-    return false;
-  }
-  try {
-    reply = decode_results(stream);
-  } catch (const wire::WireError&) {
-    return false;
-  }
-  return !reply.load_error && reply.cases.size() == requests;
-}
-
 // ---- memory measured from outside the runner (JudgeInput::outside_memory) ----
 
 // One runner, forked from the zygote where there is one, that runs `records`
@@ -488,7 +468,6 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
                          control.path(), options.use_cache ? options.build_dir / "cache" / exercise.id : fs::path(),
                          sandbox, control_view);
   if (!compiled.ok) throw GraderFault("the model solution of " + exercise.id + " does not compile: " + compiled.diagnostics);
-  // What each memory case took above its start (CaseMemory), by case id.
   // What each memory case held when it began and took above that (CaseMemory), by case id.
   auto taken_of = [&](const ChildOutcome& outcome) {
     std::map<std::string, std::pair<uint64_t, uint64_t>> taken;  // id -> (start, taken)
@@ -558,6 +537,7 @@ OutsideMemory measure_outside_memory(const GradeOptions& options, PreparedGrade&
   return memory;
 }
 
+// The case limits' rule for this grade: the device's, with --case-time-limit.
 CaseLimitRule case_rule(const GradeOptions& options, const PreparedGrade& prepared) {
   auto rule = case_limit_rule(prepared.target.device);
   if (options.case_seconds) rule.floor_seconds = *options.case_seconds;
@@ -789,6 +769,25 @@ struct GradeInProgress {
     return verdict;
   }
 };
+
+// Whether a run of several grades' requests (grade_on_seeds) ended as a lone
+// grade's run does when nothing stops it: the runner started and ended
+// cleanly within its limits and delivered one result per request. Anything
+// else is graded again one grade at a time, so that each gets its own verdict.
+bool ran_through(const ChildOutcome& outcome, size_t requests, wire::Reply& reply) {
+  const auto stream = wire::split_runner_stream(outcome.result);
+  if (!stream.ready) return false;
+  if (outcome.memory_exceeded || outcome.output_exceeded || outcome.timed_out || outcome.process_cap_hit ||
+      outcome.result_truncated || !outcome.exited_cleanly()) {
+    return false;
+  }
+  try {
+    reply = decode_results(stream);
+  } catch (const wire::WireError&) {
+    return false;
+  }
+  return !reply.load_error && reply.cases.size() == requests;
+}
 
 // The prepared grade's submission, read now.
 Submission submission_of(const PreparedGrade& prepared, const GradeOptions& options) {

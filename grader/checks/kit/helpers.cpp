@@ -351,8 +351,11 @@ double projection_cpu_seconds(int64_t batch, int64_t dim) {
 
 bool operators_grow(const OperatorCount& first, const OperatorCount& second) {
   if (second.named > first.named || second.products > first.products) return true;
-  if (std::max(first.products, second.products) > kProductCeiling) return true;
   return first.traced && second.traced && second.own > first.own;
+}
+
+bool too_many_products(const OperatorCount& first, const OperatorCount& second) {
+  return std::max(first.products, second.products) > kProductCeiling;
 }
 
 ProbeReading read_probe(std::vector<std::pair<double, int64_t>> errors, double tolerance) {

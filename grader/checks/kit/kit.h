@@ -395,13 +395,14 @@ struct OperatorCount {
   int64_t products = 0;  // calls of the kernels every matrix product comes down to, at any depth
 };
 // Whether the second configuration (more heads, say) runs more operators than
-// the first, by any count, or more matrix products than kProductCeiling: a
-// loop over what grew, or a loop over a fixed number of slots as large as the
-// most heads. Every accepted multi-head file makes 4 to 6 products (the
-// projections, the scores, the weighted values) whatever the head count; a
-// loop over 8 heads makes 20.
-constexpr int64_t kProductCeiling = 10;
+// the first, by any count: a loop over what grew.
 bool operators_grow(const OperatorCount& first, const OperatorCount& second);
+// Whether either makes more matrix products than kProductCeiling: a loop over
+// a fixed number of slots as large as the most heads. Every accepted
+// multi-head file makes 4 to 6 products (the projections, the scores, the
+// weighted values) whatever the head count; a loop over 8 heads makes 20.
+constexpr int64_t kProductCeiling = 10;
+bool too_many_products(const OperatorCount& first, const OperatorCount& second);
 
 struct ProbeReading {
   enum class Kind { one, several, none };

@@ -415,8 +415,6 @@ CheckResult Kit::work_growth(const CheckSpec& spec) const {
     count.traced = !trace.scope_work.empty();
     for (const auto& [op, n] : trace.op_counts) {
       if (is_product_kernel(op)) count.products += n;
-    }
-    for (const auto& [op, n] : trace.op_counts) {
       if (is_matrix_product(op) || op == "aten::softmax" || op == "aten::_softmax" || op == "aten::mul" ||
           op == "aten::div") {
         count.named += n;
@@ -426,7 +424,8 @@ CheckResult Kit::work_growth(const CheckSpec& spec) const {
   }
   const auto& a = input_->at(ids[0]);
   const auto& b = input_->at(ids[1]);
-  if (operators_grow(counts[0], counts[1])) {
+  const bool grew = operators_grow(counts[0], counts[1]);
+  if (grew || too_many_products(counts[0], counts[1])) {
     std::vector<std::string> evidence;
     if (counts[0].traced && counts[1].traced) {
       evidence.push_back(fmt::format("operators your forward called itself: {} on {}, {} on {}", counts[0].own,
@@ -437,8 +436,6 @@ CheckResult Kit::work_growth(const CheckSpec& spec) const {
     evidence.push_back(fmt::format("calls of the kernels matrix products come down to (mm, bmm, addmm, mv, ...), at "
                                    "any depth: {} on {}, {} on {} (a batched file makes 4 to 6, whatever the heads)",
                                    counts[0].products, a.describe(), counts[1].products, b.describe()));
-    const bool grew = counts[1].named > counts[0].named || counts[1].products > counts[0].products ||
-                      (counts[0].traced && counts[1].traced && counts[1].own > counts[0].own);
     if (!grew) {
       return results_.fail(spec.id,
                            fmt::format("your forward makes {} matrix products whatever the number of heads, where a "
