@@ -46,6 +46,7 @@ struct CheckResult {
   std::vector<std::string> also_against;
   std::vector<std::string> also_mistakes;
   bool threw = false;  // failed because the learner's code threw, no rule attributing the error
+  bool from_error = false;  // failed because the learner's code threw, an error rule naming the cause
   // false: failed, but no evidence ties the failure to its focus point (an unexplained difference or error,
   // or an effect of a cause found elsewhere): the points it covers are not established, none is missed.
   bool blames_focus = true;

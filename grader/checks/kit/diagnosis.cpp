@@ -126,6 +126,20 @@ void Kit::mark_consequences(std::vector<CheckResult>& results) const {
     }
     return;
   }
+  // Batch elements that mix mean a reshape or a layout lost the batch axis
+  // (the reference never mixes them): an error thrown further on (a mask the
+  // size of the batch the code believes it has) can follow from that, so the
+  // error's rule names nothing and the dependence speaks.
+  for (size_t i = 0; i < results.size() && i < exercise_.checks.size(); ++i) {
+    if (exercise_.checks[i].kind != "dependence" || !blames(results[i]) || !batch_elements_mix(exercise_.checks[i]))
+      continue;
+    for (auto& other : results) {
+      if (blames(other) && other.from_error && other.focus_point != results[i].focus_point) {
+        set_aside(other, "your output mixes batch elements (see " + results[i].id +
+                             "), and a layout that loses the batch axis makes this error too: fix that first");
+      }
+    }
+  }
   // An input dependence is a symptom: where a check of another kind names a
   // focus point, the dependence it causes names none of its own (nor do the
   // results explained by it).
@@ -179,6 +193,7 @@ std::optional<CheckResult> Kit::explain_error(const std::string& check, const Ca
     if (!rule.mistake.empty()) result.message = rule.says;
     result.focus_point = rule.focus_point;
     result.evidence = {"your code threw on " + run.describe() + ": " + first_line(run.error())};
+    result.from_error = true;
     return result;
   }
   return std::nullopt;
@@ -343,13 +358,10 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
   auto found = narrowed(singles);
   if (found.size() == 1) return found.front();
   if (!found.empty()) return {};  // ambiguous: the probes and features speak instead
-  // Two mistakes at once, of different focus points (two of one focus point
-  // are one thing to fix).
+  // Two mistakes at once: of two focus points, or two halves of one (heads
+  // split without the transpose and merged back without it).
   for (size_t i = 0; i < singles.size(); ++i) {
-    for (size_t j = i + 1; j < singles.size(); ++j) {
-      if (exercise_.mistake(singles[i][0]).focus_point == exercise_.mistake(singles[j][0]).focus_point) continue;
-      pairs.push_back({singles[i][0], singles[j][0]});
-    }
+    for (size_t j = i + 1; j < singles.size(); ++j) pairs.push_back({singles[i][0], singles[j][0]});
   }
   found = narrowed(pairs);
   return found.size() == 1 ? found.front() : Mistakes{};

@@ -203,6 +203,17 @@ class Kit : public Suite {
   std::vector<DeviceProblem> gpu_device_problems() const;
   std::vector<wire::Record> moved_twins(const CaseSpec& spec, const wire::Record& record,
                                         at::Generator& generator) const;
+  // The probe's scale c of softmax(c * q.k), or why none can be read.
+  struct ScaleFit {
+    std::optional<std::string> unreadable;
+    double scale = 0;
+    bool over_queries = false;
+    int64_t fitted = 0;  // weights the fit ran over
+  };
+  ScaleFit fit_scale(const CaseRun& run, const at::Tensor& weights) const;
+  // The dependence check `spec` saw batch element 0's output move when only
+  // the other batch elements were redrawn, where the reference's stays.
+  bool batch_elements_mix(const CheckSpec& spec) const;
   CheckResult attention_scale(const CheckSpec& spec) const;
   CheckResult attention_axis(const CheckSpec& spec) const;
   CheckResult attention_mask(const CheckSpec& spec) const;

@@ -31,64 +31,80 @@ std::map<std::string, double> quantities_of(const AttentionProbe& probe) {
 
 }  // namespace
 
-CheckResult Kit::attention_scale(const CheckSpec& spec) const {
-  const auto& run = input_->at(probe_case("scale"));
-  if (auto why = not_runnable(run)) return results_.skip(spec.id, "not assessed: " + *why);
-  std::string why;
-  auto weights = probe_->read(run, why);
-  if (!weights) return results_.skip(spec.id, "not assessed: " + why);
-  auto w = weights->to(at::kDouble);
-  // Only a softmax over the keys (perhaps times the scale, applied late) has a scale to read.
+// The factor c of softmax(c * q.k) read from the probe's weights on `run`,
+// or why none can be read: the weights must be a distribution (over the keys,
+// or over the queries), positive where the softmax gives weight, and follow
+// softmax(c * q.k) for one constant c. Weights that do not (a head layout
+// that mixes tokens, a mask on an unmasked probe) say nothing about scale or
+// mask, whatever they sum to.
+Kit::ScaleFit Kit::fit_scale(const CaseRun& run, const at::Tensor& weights) const {
+  ScaleFit fit;
+  auto w = weights.to(at::kDouble);
   const double want = 1.0 / std::sqrt(evaluate(probe_->head_dim, probe_->dims));
   auto rows = w.sum(-1);
   const double low = rows.min().item<double>(), high = rows.max().item<double>();
   const bool distribution = std::abs(low - 1) < 1e-6 && std::abs(high - 1) < 1e-6;
   // A softmax over the queries has its scale too, read along the queries
   // (the softmax check names the axis).
-  const bool over_queries = !distribution && (w.sum(-2) - 1).abs().max().item<double>() < 1e-6;
-  if (!distribution && !over_queries && !(near(low, high) && (near(low, want) || near(low, 1 / want)))) {
-    return results_.skip(spec.id,
-                         "not assessed: your attention weights are not a distribution over the keys, so no "
-                         "scale can be read from them (see the softmax check)");
+  fit.over_queries = !distribution && (w.sum(-2) - 1).abs().max().item<double>() < 1e-6;
+  if (!distribution && !fit.over_queries && !(near(low, high) && (near(low, want) || near(low, 1 / want)))) {
+    fit.unreadable = "your attention weights are not a distribution over the keys, so no scale can be read from them "
+                     "(see the softmax check)";
+    return fit;
   }
   // The weights a softmax over the keys gives weight: all, or under a causal
   // exercise's own mask the keys up to the query's position (key 0 always).
   auto kept =
       probe_->causal ? at::ones({w.size(-2), w.size(-1)}, at::kBool).tril().expand_as(w) : at::ones_like(w, at::kBool);
-  if (probe_->causal && over_queries) {
-    return results_.skip(spec.id, "not assessed: your softmax normalises over the queries (see the softmax check)");
+  if (probe_->causal && fit.over_queries) {
+    fit.unreadable = "your softmax normalises over the queries (see the softmax check)";
+    return fit;
   }
   if (!(w.masked_select(kept) > 0).all().item<bool>() || !at::isfinite(w).all().item<bool>()) {
-    return results_.skip(spec.id,
-                         std::string("not assessed: some attention weights are zero, negative or not finite ") +
-                             (probe_->causal ? "at keys a query may see" : "without a mask") +
-                             ", so no scale can be read from them (see the other checks)");
+    fit.unreadable = std::string("some attention weights are zero, negative or not finite ") +
+                     (probe_->causal ? "at keys a query may see" : "without a mask") +
+                     ", so no scale can be read from them (see the other checks)";
+    return fit;
   }
   // log(w_ij / w_i0) = scale * a_i * (b_j - b_0) for a softmax over the keys of scale * q.k
   // (over the queries: log(w_ij / w_0j) = scale * (a_i - a_0) * b_j).
   auto a = run.request.tensor("probe.a"), b = run.request.tensor("probe.b");
-  auto x = over_queries ? ((a - a.narrow(-1, 0, 1)).unsqueeze(-1) * b.unsqueeze(1)).unsqueeze(1).expand_as(w)
-                        : (a.unsqueeze(-1) * (b - b.narrow(-1, 0, 1)).unsqueeze(1)).unsqueeze(1).expand_as(w);
-  auto y = over_queries ? w.log() - w.narrow(-2, 0, 1).log() : w.log() - w.narrow(-1, 0, 1).log();
+  auto x = fit.over_queries ? ((a - a.narrow(-1, 0, 1)).unsqueeze(-1) * b.unsqueeze(1)).unsqueeze(1).expand_as(w)
+                            : (a.unsqueeze(-1) * (b - b.narrow(-1, 0, 1)).unsqueeze(1)).unsqueeze(1).expand_as(w);
+  auto y = fit.over_queries ? w.log() - w.narrow(-2, 0, 1).log() : w.log() - w.narrow(-1, 0, 1).log();
   x = x.masked_select(kept);
   y = y.masked_select(kept);
-  const double scale = (x * y).sum().item<double>() / (x * x).sum().item<double>();
-  const double residual = (y - x * scale).abs().max().item<double>();
+  fit.scale = (x * y).sum().item<double>() / (x * x).sum().item<double>();
+  fit.fitted = x.numel();
+  const double residual = (y - x * fit.scale).abs().max().item<double>();
   if (residual > 1e-6 * std::max(1.0, y.abs().max().item<double>())) {
-    return results_.skip(spec.id,
-                         "not assessed: your attention weights do not follow softmax(c * q.k) over the keys "
-                         "for any single constant c (see the other checks)");
+    fit.unreadable = "your attention weights do not follow softmax(c * q.k) over the keys for any single constant c "
+                     "(see the other checks)";
   }
+  return fit;
+}
+
+CheckResult Kit::attention_scale(const CheckSpec& spec) const {
+  const auto& run = input_->at(probe_case("scale"));
+  if (auto why = not_runnable(run)) return results_.skip(spec.id, "not assessed: " + *why);
+  std::string why;
+  auto weights = probe_->read(run, why);
+  if (!weights) return results_.skip(spec.id, "not assessed: " + why);
+  const auto fit = fit_scale(run, *weights);
+  if (fit.unreadable) return results_.skip(spec.id, "not assessed: " + *fit.unreadable);
+  const double want = 1.0 / std::sqrt(evaluate(probe_->head_dim, probe_->dims));
+  const double scale = fit.scale;
+  const bool over_queries = fit.over_queries;
   const auto quantities = quantities_of(*probe_);
   std::vector<std::string> evidence = {"input: " + run.describe(),
                                        over_queries
                                            ? "measured from the ratios of your attention weights along the queries, "
                                              "where your softmax normalises: log(w_ij / w_0j) = c * (q_i.k_j - "
                                              "q_0.k_j), fitted over " +
-                                                 std::to_string(w.numel()) + " weights"
+                                                 std::to_string(fit.fitted) + " weights"
                                            : "measured from the ratios of your attention weights: log(w_ij / w_i0) = "
                                              "c * (q_i.k_j - q_i.k_0), fitted over " +
-                                                 std::to_string(x.numel()) + " weights"};
+                                                 std::to_string(fit.fitted) + " weights"};
   if (std::abs(scale - want) <= 1e-6 * want) {
     return results_.pass(spec.id, "your scores are multiplied by " + name_scale(scale, quantities, false));
   }
@@ -175,6 +191,13 @@ CheckResult Kit::attention_mask(const CheckSpec& spec) const {
       return results_.skip(spec.id,
                            "not assessed: even without a mask your attention weights are not a distribution "
                            "over the keys (see the softmax check), so masking cannot be measured on them");
+    }
+    // Weights that follow no softmax(c * q.k) without a mask (tokens mixed
+    // across heads by the split) cannot show what a mask did either.
+    if (const auto fit = fit_scale(plain, *unmasked); fit.unreadable) {
+      return results_.skip(spec.id,
+                           "not assessed: without a mask your attention weights already follow no softmax(c * q.k) "
+                           "over the keys (see the scale check), so what a mask does cannot be read from them");
     }
   }
   auto hidden = (run.request.tensor("probe.mask") == 0).expand_as(w);

@@ -67,6 +67,42 @@ std::vector<wire::Record> Kit::moved_twins(const CaseSpec& spec, const wire::Rec
   return twins;
 }
 
+namespace {
+
+// Largest change between two sets of outputs (of batch element 0 only, with
+// `first_element_only`) beyond `tolerance`; 0 if none, nothing where the
+// shapes differ.
+std::optional<double> moved_by(const Tensors& before, const Tensors& after, bool first_element_only,
+                               const Tolerance& tolerance) {
+  double most = 0;
+  bool moves = false;
+  for (const auto& [name, tensor] : before) {
+    auto found = after.find(name);
+    if (found == after.end()) return std::nullopt;
+    auto b = first_element_only ? tensor.narrow(0, 0, 1) : tensor;
+    auto a = first_element_only ? found->second.narrow(0, 0, 1) : found->second;
+    if (a.sizes() != b.sizes()) return std::nullopt;
+    moves |= !compare(b, a, tolerance).ok;
+    most = std::max(most, (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>());
+  }
+  return moves ? most : 0.0;
+}
+
+}  // namespace
+
+bool Kit::batch_elements_mix(const CheckSpec& spec) const {
+  const auto id = cases_of(spec).front();
+  const auto& base = input_->at(id);
+  auto twin = input_->cases.find(moved_case(id, "batch"));
+  if (twin == input_->cases.end() || not_runnable(base) || not_runnable(twin->second)) return false;
+  const auto& tolerance = exercise_.tolerance(base.request.string_or("dtype", "float64"));
+  const auto before = learner_outputs(base), after = learner_outputs(twin->second);
+  if (before.size() != exercise_.signature.outputs.size() || after.size() != before.size()) return false;
+  const auto learner = moved_by(before, after, true, tolerance);
+  const auto reference = moved_by(expected(base), expected(twin->second), true, tolerance);
+  return learner && reference && *learner > 0 && *reference == 0;
+}
+
 CheckResult Kit::dependence(const CheckSpec& spec) const {
   const auto id = cases_of(spec).front();
   const auto& base = input_->at(id);
@@ -78,18 +114,8 @@ CheckResult Kit::dependence(const CheckSpec& spec) const {
     Tensors outputs = learner_outputs(run);
     return outputs.size() == exercise_.signature.outputs.size() ? outputs : Tensors{};
   };
-  // Largest change between two sets of outputs, beyond the tolerance; 0 if none.
-  auto moved = [&](const Tensors& before, const Tensors& after, bool first_element_only) -> std::optional<double> {
-    double most = 0;
-    bool moves = false;
-    for (const auto& [name, tensor] : before) {
-      auto b = first_element_only ? tensor.narrow(0, 0, 1) : tensor;
-      auto a = first_element_only ? after.at(name).narrow(0, 0, 1) : after.at(name);
-      if (a.sizes() != b.sizes()) return std::nullopt;
-      moves |= !compare(b, a, tolerance).ok;
-      most = std::max(most, (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>());
-    }
-    return moves ? most : 0.0;
+  auto moved = [&](const Tensors& before, const Tensors& after, bool first_element_only) {
+    return moved_by(before, after, first_element_only, tolerance);
   };
   const auto learner_base = learner_of(base);
   if (learner_base.empty()) return results_.skip(spec.id, "not assessed: no usable output on " + base.describe());
