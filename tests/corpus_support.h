@@ -16,8 +16,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <cstdlib>
 #include <limits>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -149,6 +151,37 @@ inline std::string garbage_number(const std::string& text) {
     return text.substr(start, end - start);
   }
   return "";
+}
+
+// The operations a report's sentence says the learner's code calls, by their
+// last name ("sub_", "repeat"): any call right after "your" or "look at"
+// ("your repeat(", "look at k.repeat("), and a call on an object or in a
+// namespace right after "rather than", "instead of" or "what" ("rather than
+// x.sub_(mean)"). A bare call there is the formula ("divided by d_k instead of
+// sqrt(d_k)"), and advice to use an operation ("use masked_fill(") is no claim
+// about the code.
+inline std::vector<std::string> claimed_calls(const std::string& text) {
+  static const std::regex pointed(R"((?:look at|your)\s+`?(?:[A-Za-z_]\w*(?:\.|::|->))*([A-Za-z_]\w*)\()");
+  static const std::regex contrasted(
+      R"((?:rather than|instead of|what)\s+`?(?:[A-Za-z_]\w*(?:\.|::|->))+([A-Za-z_]\w*)\()");
+  std::vector<std::pair<size_t, std::string>> found;
+  for (const auto* pattern : {&pointed, &contrasted}) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), *pattern); it != std::sregex_iterator(); ++it)
+      found.emplace_back(it->position(), (*it)[1].str());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> names;
+  for (const auto& [at, name] : found) names.push_back(name);
+  return names;
+}
+
+// Whether the source text holds `name` as a whole word.
+inline bool mentions(const std::string& source, const std::string& name) {
+  for (size_t at = source.find(name); at != std::string::npos; at = source.find(name, at + 1)) {
+    auto word = [&](size_t i) { return i < source.size() && (std::isalnum(static_cast<unsigned char>(source[i])) || source[i] == '_'); };
+    if ((at == 0 || !word(at - 1)) && !word(at + name.size())) return true;
+  }
+  return false;
 }
 
 inline std::string describe(const Graded& graded) {

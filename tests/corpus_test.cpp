@@ -335,6 +335,23 @@ TEST_P(Corpus, GradesAsLabelled) {
                                         << describe(graded);
   }
 
+  // Advice that points at the learner's code names only operations the
+  // submission contains ("rather than x.sub_(mean)" to a file without sub_
+  // sends the learner looking for code they never wrote).
+  {
+    std::ifstream in(entry.file);
+    std::stringstream source;
+    source << in.rdbuf();
+    for (const auto& check : graded.report["checks"]) {
+      for (const auto& name : claimed_calls(check.value("message", ""))) {
+        EXPECT_TRUE(mentions(source.str(), name))
+            << "check " << check.value("id", "") << " points at " << name
+            << "( in the learner's code, which has none: " << check.value("message", "") << "\n"
+            << describe(graded);
+      }
+    }
+  }
+
   // A CUDA exercise's labels hold on a GPU; elsewhere, what can be said.
   {
     const auto learner =
@@ -533,6 +550,23 @@ TEST(GarbageNumber, OnlySubnormalValuesAreGarbage) {
       {"0e-400", ""},
   };
   for (const auto& [text, garbage] : rows) EXPECT_EQ(garbage_number(text), garbage) << text;
+}
+
+// Which calls a sentence says the learner's code makes, and which it only advises.
+TEST(ClaimedCalls, OnlyCallsPointedAtAsTheLearners) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> rows = {
+      {"compute x - mean into a new tensor rather than x.sub_(mean)", {"sub_"}},
+      {"look at `k.repeat({1, G, 1, 1})`", {"repeat"}},
+      {"which is what k.repeat({1, G, 1, 1}) gives", {"repeat"}},
+      {"the scores are divided by d_k instead of sqrt(d_k)", {}},
+      {"your torch::softmax(scores, 0) runs over the queries", {"softmax"}},
+      {"use masked_fill(mask == 0, -inf) before the softmax", {}},
+      {"your code calls repeat, and repeat({1, G, 1, 1}) tiles", {}},
+      {"instead of q->view(", {"view"}},
+  };
+  for (const auto& [text, names] : rows) EXPECT_EQ(claimed_calls(text), names) << text;
+  EXPECT_TRUE(mentions("auto y = x.sub_(m);", "sub_"));
+  EXPECT_FALSE(mentions("auto y = x.sub(m); // repeat_interleave", "repeat"));
 }
 
 TEST(CompileCache, ReusesOnlyUnchangedCode) {

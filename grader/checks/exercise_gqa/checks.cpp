@@ -176,10 +176,16 @@ CheckResult kv_groups(const kit::Kit& kit, const CheckSpec& spec) {
                                              gH - 1, heads_list(read), gGroup));
   }
   if (read == tiled) {
+    // Which operation tiles is said only where the trace shows it ran
+    // (aten::repeat; expand is no evidence: repeat_interleave runs it too).
+    const std::string source = kit.ran("repeat")
+                                   ? "your code calls repeat, and repeat({1, G, 1, 1}) tiles exactly like this"
+                                   : "a tiling copy (repeat({1, G, 1, 1}), or a new axis expanded before the kv "
+                                     "axis) gives this";
     return results.fail(spec.id,
-                        "your kv heads are tiled, not grouped: query head h reads kv head h % num_kv_heads, which is "
-                        "what repeat({1, G, 1, 1}) (or expand on a new axis before the kv axis) gives. Consecutive "
-                        "query heads share a kv head: repeat_interleave(G, 1), or unsqueeze(2), expand, reshape",
+                        "your kv heads are tiled, not grouped: query head h reads kv head h % num_kv_heads; " + source +
+                            ". Consecutive query heads share a kv head: repeat_interleave(G, 1), or unsqueeze(2), "
+                            "expand, reshape",
                         evidence);
   }
   if (std::all_of(read.begin(), read.end(), [&](int64_t g) { return g == read[0]; })) {

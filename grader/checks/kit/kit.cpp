@@ -103,6 +103,25 @@ bool Kit::has_focus_point(const std::string& id) const {
                      [&](const FocusPoint& p) { return p.id == id; });
 }
 
+bool Kit::ran(const std::string& op) const {
+  const auto name = "aten::" + op;
+  return std::any_of(input_->cases.begin(), input_->cases.end(),
+                     [&](const auto& entry) { return entry.second.trace().op_counts.count(name) > 0; });
+}
+
+std::vector<std::string> Kit::ran_in_place(const CaseRun& run) const {
+  static const std::set<std::string> internal = {"fill_", "zero_", "copy_", "resize_", "set_", "uniform_",
+                                                 "normal_", "bernoulli_", "random_", "as_strided_", "detach_",
+                                                 "requires_grad_", "_coalesced_", "resize_as_"};
+  std::vector<std::string> found;
+  for (const auto& [op, calls] : run.trace().op_counts) {
+    if (op.rfind("aten::", 0) != 0 || op.back() != '_') continue;
+    const auto name = op.substr(6);
+    if (name.front() != '_' && !internal.count(name)) found.push_back(name);
+  }
+  return found;
+}
+
 bool Kit::has_mask_input() const {
   for (const auto& input : exercise_.signature.inputs) {
     if (input.kind == "attention_mask") return true;

@@ -155,6 +155,13 @@ class Kit : public Suite {
                                                 const Tensors& learner, std::vector<std::string> evidence) const;
   // The measuring checks' findings (their failed results), computed once per grade.
   const std::vector<CheckResult>& findings() const;
+  // Whether the operator aten::`op` ran in any case (at any depth of the
+  // learner's forward): advice that names an operation of the learner's code
+  // says so only where it ran.
+  bool ran(const std::string& op) const;
+  // The in-place operators (names ending in '_') that ran in `run`, without the
+  // ones LibTorch's own factories run (fill_, zero_, copy_, ...).
+  std::vector<std::string> ran_in_place(const CaseRun& run) const;
 
  protected:
   // Suite's public methods call these four under its lock (check.h:

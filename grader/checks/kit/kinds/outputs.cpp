@@ -210,11 +210,16 @@ CheckResult Kit::numerics(const CheckSpec& spec) const {
     // An input changed in place is a side effect the caller sees, whatever
     // the outputs: counted against numerics (exact results for the caller).
     if (auto modified = modified_inputs(run)) {
+      // Name the in-place operations only where the trace shows them.
+      const auto in_place = ran_in_place(run);
+      std::string how = "write each result into a new tensor, or clone before changing one in place";
+      if (!in_place.empty()) {
+        how = fmt::format("your forward runs {} (in place): use the out-of-place form ({}), or clone first",
+                          fmt::join(in_place, ", "), in_place.front().substr(0, in_place.front().size() - 1));
+      }
       auto result = results_.fail(spec.id,
                                   "your code changed its input " + *modified +
-                                      " in place: the caller's tensor must come back as it went in (compute x - "
-                                      "mean into a new tensor rather than x.sub_(mean); clone before an in-place "
-                                      "operation)",
+                                      " in place: the caller's tensor must come back as it went in (" + how + ")",
                                   {"input: " + run.describe()});
       if (has_focus_point("numerics")) {
         result.focus_point = "numerics";
