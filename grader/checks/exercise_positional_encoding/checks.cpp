@@ -57,6 +57,25 @@ double frequency(int64_t pair, bool without_2 = false, bool log10 = false) {
   return std::exp(-base * static_cast<double>(without_2 ? pair : 2 * pair) / static_cast<double>(kD));
 }
 
+// Where each batch element of the probe's output holds one row at every
+// token, the row of the reference table it is (one row, clearly closer than
+// any other); nothing where the tokens differ or a row is no row of the table.
+std::optional<std::vector<int64_t>> rows_per_batch_element(const kit::Kit& kit, const CaseRun& run,
+                                                           const at::Tensor& output) {
+  const auto want = kit.expected(run).at("output")[0];  // (kN, kD): the table, x being 0
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < output.size(0); ++b) {
+    const auto& element = output[b];
+    if (!at::allclose(element, element[0].unsqueeze(0).expand_as(element), 0, 1e-9)) return std::nullopt;
+    std::vector<std::pair<double, int64_t>> errors;
+    for (int64_t r = 0; r < kN; ++r) errors.emplace_back((element[0] - want[r]).abs().max().item<double>(), r);
+    const auto reading = kit::read_probe(std::move(errors), 1e-4);
+    if (reading.kind != kit::ProbeReading::Kind::one) return std::nullopt;
+    rows.push_back(reading.value);
+  }
+  return rows;
+}
+
 // Each channel of the table read as sin(pos * w + phase): at position 0 a
 // sine is 0 and a cosine 1; w from position 1 (all w <= 1 < pi / 2 here).
 CheckResult encoding_pattern(const kit::Kit& kit, const CheckSpec& spec) {
@@ -78,6 +97,26 @@ CheckResult encoding_pattern(const kit::Kit& kit, const CheckSpec& spec) {
     return result;
   };
   if (!at::isfinite(table).all().item<bool>()) return fail("channels", "the table has values that are not finite");
+  // Every token of a batch element given one and the same row of the right
+  // table (the table sliced by the batch size x.size(0) and broadcast over
+  // the tokens, or one row for all): the rows are right, token n does not
+  // get row n. Read before the channels, which would take the unchanging
+  // rows for frequencies of 0.
+  if (auto rows = rows_per_batch_element(kit, run, output->to(at::kDouble))) {
+    const bool by_batch = (*rows)[0] == 0 && (*rows)[1] == 1;
+    evidence.push_back(fmt::format("every token of batch element 0 gets row {} of the table, every token of batch "
+                                   "element 1 row {}; token n needs row n",
+                                   (*rows)[0], (*rows)[1]));
+    return fail("positions",
+                by_batch ? "batch element b gets row b of the table at every token: the table is sliced with the "
+                           "batch size x.size(0) and broadcast over the tokens. x is (B, N, d_model): take the first "
+                           "N = x.size(1) rows and broadcast them over the batch (token n gets row n)"
+                         : fmt::format("every token gets the same row of the table ({}{}): the table's rows must run "
+                                       "along the tokens of x (B, N, d_model), token n getting row n",
+                                       (*rows)[0] == (*rows)[1] ? "row " : "rows ",
+                                       (*rows)[0] == (*rows)[1] ? std::to_string((*rows)[0])
+                                                                : fmt::format("{} and {}", (*rows)[0], (*rows)[1])));
+  }
   auto first = table[0];
   std::string kinds;  // per channel: s (0 at position 0), c (1 at position 0), ? (neither)
   for (int64_t c = 0; c < kD; ++c) {

@@ -320,6 +320,87 @@ CheckResult rotation_frequencies(const kit::Kit& kit, const CheckSpec& spec) {
   return results.fail(spec.id, "the angle per position of pair i must be 10000^(-2i/d) radians", evidence);
 }
 
+// The probe turns one token per call (N = 1, H = 1), so it cannot tell the
+// token axis from the others. On an ordinary case with several batch
+// elements, heads and tokens and an offset, each token of the learner's
+// rotated query is read back as the position whose reference rotation gives
+// exactly it. Where every token reads as one whole position and some are not
+// at offset + n, the positions run along another axis (x read as
+// (B, N, H, d): every token of head h at offset + h). Nothing is said where a
+// token matches no position (the rotation differs otherwise too).
+constexpr const char* kTokensCase = "prefill";
+
+std::optional<std::string> tokens_misplaced(const kit::Kit& kit, std::vector<std::string>& evidence) {
+  const auto& run = kit.input().at(kTokensCase);
+  if (kit.not_runnable(run)) return std::nullopt;
+  std::string why;
+  auto rotated = learner_tensor(run, "rotated_query", why);
+  const auto& query = run.request.tensor(wire::key::input("query"));
+  if (!rotated || rotated->sizes() != query.sizes()) return std::nullopt;
+  const int64_t offset = run.request.integer(wire::key::arg("query_offset"));
+  const int64_t B = query.size(0), H = query.size(1), N = query.size(2), d = query.size(3), T = B * H * N;
+  const int64_t last = offset + N + B + H + 8;  // the positions searched: 0 .. last
+  auto tokens = query.to(at::kDouble).reshape({T, 1, 1, d});
+  auto got = rotated->to(at::kDouble).reshape({T, d});
+  if (!at::isfinite(got).all().item<bool>()) return std::nullopt;
+  std::vector<at::Tensor> per_position;
+  for (int64_t p = 0; p <= last; ++p) {
+    per_position.push_back((reference::apply_rope(tokens, p).reshape({T, d}) - got).abs().amax(-1));
+  }
+  const auto errors = at::stack(per_position, 1).contiguous();  // (tokens, positions)
+  const auto e = errors.accessor<double, 2>();
+  std::vector<int64_t> read;  // index (b * H + h) * N + n
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<std::pair<double, int64_t>> candidates;
+    for (int64_t p = 0; p <= last; ++p) candidates.emplace_back(e[t][p], p);
+    const auto reading = kit::read_probe(std::move(candidates), 1e-4);
+    if (reading.kind != kit::ProbeReading::Kind::one) return std::nullopt;
+    read.push_back(reading.value);
+  }
+  auto at_ = [&](int64_t b, int64_t h, int64_t n) { return read[(b * H + h) * N + n]; };
+  bool right = true, by_head = true, by_batch = true, same_per_head = true, same_per_batch = true;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t n = 0; n < N; ++n) {
+        right &= at_(b, h, n) == offset + n;
+        by_head &= at_(b, h, n) == offset + h;
+        by_batch &= at_(b, h, n) == offset + b;
+        same_per_head &= at_(b, h, n) == at_(0, h, 0);
+        same_per_batch &= at_(b, h, n) == at_(b, 0, 0);
+      }
+    }
+  }
+  if (right) return std::nullopt;
+  evidence.push_back("and: " + run.describe() +
+                     ": apply_rope(query, query_offset), each token read back as the position whose rotation gives it");
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<int64_t> row(read.begin() + (b * H + h) * N, read.begin() + (b * H + h + 1) * N);
+      evidence.push_back(fmt::format("batch element {}, head {}: tokens 0..{} turned as positions {}", b, h, N - 1,
+                                     fmt::join(row, " ")));
+    }
+  }
+  std::vector<int64_t> want;
+  for (int64_t n = 0; n < N; ++n) want.push_back(offset + n);
+  evidence.push_back(fmt::format("expected offset + n = {} for every batch element and head", fmt::join(want, " ")));
+  const std::string fix =
+      "x is (B, H, N, d): the tokens are x.size(-2), and the (N, d/2) angles line up with the last two axes of x "
+      "(token n at offset + n in every head and batch element)";
+  if (by_head || (same_per_head && H > 1)) {
+    return fmt::format("every token of a head is turned as one position, which changes with the head{}: the "
+                       "positions run along the head axis. {}",
+                       by_head ? " (head h at offset + h)" : "", fix);
+  }
+  if (by_batch || (same_per_batch && B > 1)) {
+    return fmt::format("every token of a batch element is turned as one position, which changes with the batch "
+                       "element{}: the positions run along the batch axis. {}",
+                       by_batch ? " (element b at offset + b)" : "", fix);
+  }
+  return std::string(
+      "a single token is turned as its offset, but in a sequence token n is not turned as offset + n: the positions "
+      "do not run along the token axis x.size(-2) of x (B, H, N, d)");
+}
+
 CheckResult rotation_positions(const kit::Kit& kit, const CheckSpec& spec) {
   const auto& results = kit.results();
   std::string why;
@@ -345,7 +426,10 @@ CheckResult rotation_positions(const kit::Kit& kit, const CheckSpec& spec) {
   evidence.push_back("angle at offset 0, read from offsets 1 and 2, per pair: " + list(r->start));
   bool at_zero = true;
   for (double start : r->start) at_zero &= close(start, 0, 1e-6);
-  if (at_zero) return results.pass(spec.id, "a token given offset p is turned as position p");
+  if (at_zero) {
+    if (auto misplaced = tokens_misplaced(kit, evidence)) return results.fail(spec.id, *misplaced, evidence);
+    return results.pass(spec.id, "a token given offset p is turned as position p");
+  }
   // The same whole shift s for every pair: start = s * step.
   const double shift = r->start[0] / r->step[0];
   bool shifted = std::abs(shift - std::round(shift)) < 1e-6;
