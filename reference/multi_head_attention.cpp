@@ -44,7 +44,8 @@ MhsaResult multi_head_attention(const at::Tensor& query, const at::Tensor& key, 
   auto q = split(linear(query, parameters, names.query));
   const auto& key_input = variant.key_from_query_input ? query : key;
   auto k = split(linear(key_input, parameters, variant.key_uses_query_projection ? names.query : names.key));
-  auto v = split(variant.value_projection ? linear(value, parameters, names.value) : value);
+  const auto& value_input = variant.value_from_query_input ? query : value;
+  auto v = split(variant.value_projection ? linear(value_input, parameters, names.value) : value_input);
 
   auto attention = variant.attention;
   if (!attention.scale) attention.scale = 1.0 / std::sqrt(static_cast<double>(head_dim));

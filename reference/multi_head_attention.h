@@ -29,6 +29,7 @@ struct MhsaVariant {
   bool key_uses_query_projection = false;
   bool value_projection = true;
   bool key_from_query_input = false;  // K projected from the query input (self-attention only)
+  bool value_from_query_input = false;  // V projected from the query input too
 };
 
 // The names under which the module registers its four projections.

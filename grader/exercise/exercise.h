@@ -30,7 +30,11 @@ struct CheckSpec {
   // `visibility:` Gradescope's for this check's test (visible, hidden, after_due_date,
   // after_published); empty: the grade's (--visibility).
   std::string visibility;
-  std::map<std::string, std::string> options;  // further scalars; a mapping's entries as "key.sub"
+  // further scalars; a mapping's entries as "key.sub". Any check may say
+  // judged_alone: "true": it compares the learner's code with itself (a
+  // training run with the same code's eval run), never with the reference,
+  // so a known mistake elsewhere never sets its failure aside.
+  std::map<std::string, std::string> options;
   std::string option(const std::string& key, const std::string& fallback = "") const {
     auto found = options.find(key);
     return found == options.end() ? fallback : found->second;

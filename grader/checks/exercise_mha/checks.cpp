@@ -33,6 +33,11 @@ const std::map<std::string, std::function<void(MhsaVariant&, double d_model, dou
       {"merge_without_transpose", [](auto& v, double, double) { v.merge_transposes = false; }},
       {"no_output_projection", [](auto& v, double, double) { v.output_projection = false; }},
       {"key_from_query_input", [](auto& v, double, double) { v.key_from_query_input = true; }},
+      {"kv_from_query_input",
+       [](auto& v, double, double) {
+         v.key_from_query_input = true;
+         v.value_from_query_input = true;
+       }},
   };
   return table;
 }
@@ -45,8 +50,13 @@ kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::stri
   auto mask = data.inputs.count("mask") ? data.inputs.at("mask") : at::Tensor();
   const auto& query = data.inputs.at("query");
   const auto& key = data.inputs.at("key");
-  // Keys projected from the query input only fit when the lengths agree.
-  if (variant.key_from_query_input && query.size(1) != key.size(1)) return {};
+  // Keys projected from the query input only fit the values when the lengths
+  // agree; keys and values both from it fit any values, but not a mask that
+  // has the key's length.
+  if (query.size(1) != key.size(1)) {
+    if (variant.key_from_query_input && !variant.value_from_query_input) return {};
+    if (variant.value_from_query_input && mask.defined() && mask.size(-1) != 1) return {};
+  }
   return {{"output", reference::multi_head_attention(query, key, data.inputs.at("value"), mask, data.params,
                                                      data.dims.at("H"), kNames, variant)
                          .output}};

@@ -166,8 +166,13 @@ void Kit::mark_consequences(std::vector<CheckResult>& results) const {
   if (mistakes.size() != 1) return;
   const auto& mistake = exercise_.mistake(*mistakes.begin());
   if (!explains_every_case(mistake.id)) return;
-  for (auto& result : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    auto& result = results[i];
     if (!blames(result) || !result.mistake.empty() || result.focus_point == mistake.focus_point) continue;
+    // A check judged on the learner's own outputs alone (`judged_alone`: a
+    // training run against the same code's eval run) reads its focus point
+    // whatever the mistake elsewhere: a second mistake, named too.
+    if (i < exercise_.checks.size() && exercise_.checks[i].option("judged_alone") == "true") continue;
     // Its own reading of the results assumed the rest was right: what it
     // would say (no mask, a factor of -inf) may be false, so it says only this.
     result.blames_focus = false;
