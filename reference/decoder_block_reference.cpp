@@ -66,7 +66,7 @@ at::Tensor decoder_block(const at::Tensor& x, const at::Tensor& memory, const at
     return variant.drop_cross_output ? at::zeros_like(out) : out;
   };
   auto ffn = [&](const at::Tensor& input) {
-    auto result = variant.drop_ffn_hidden ? at::zeros_like(input) + p.at("linear2.bias") : feed_forward(input, p);
+    auto result = variant.drop_ffn_hidden ? at::zeros_like(input) + p.at("linear2.bias") : feed_forward(input, p, FeedForwardVariant{variant.activation});
     return variant.drop_ffn_output ? at::zeros_like(result) : result;
   };
   auto norm = [&](const at::Tensor& input, const std::string& name) {

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "attention.h"
+#include "ffn_reference.h"
 
 namespace reference {
 
@@ -35,6 +36,7 @@ struct DecoderBlockVariant {
   MaskStage memory_mask_stage = MaskStage::before_softmax;  // ignored, inverted, ...
   bool pre_ln = false;                // x + sublayer(norm(x)) for all three, no norm after
   bool cross_residual = true;
+  Activation activation = Activation::gelu;  // the FFN's (ReLU: the 2017 paper's habit)
   // Dropout at p = 1 at one of its four places (a zero tensor there): the
   // self-attention output (dropout1), the cross-attention output (dropout2),
   // the FFN's hidden activations (dropout), the FFN output (dropout3).

@@ -63,9 +63,13 @@ at::Tensor online_softmax_attention(const at::Tensor& query, const at::Tensor& k
     auto safe_max = at::where(finite, new_max, at::zeros_like(new_max));
     auto weights = at::exp(scores - safe_max);
     auto correction = at::where(finite, at::exp(running_max - safe_max), at::ones_like(new_max));
-    running_sum = (variant.stale_sum ? running_sum : running_sum * correction) + weights.sum(-1, true);
-    accumulator =
-        (variant.stale_accumulator ? accumulator : accumulator * correction) + at::matmul(weights, value.narrow(2, begin, count));
+    // The mistaken factor exp(m' - m): 1 where nothing was summed yet (m = -inf).
+    auto inverted = at::where(at::isfinite(running_max), at::exp(safe_max - running_max), at::ones_like(new_max));
+    const auto& sum_factor = variant.inverted_sum_correction ? inverted : correction;
+    const auto& accumulator_factor = variant.inverted_accumulator_correction ? inverted : correction;
+    running_sum = (variant.stale_sum ? running_sum : running_sum * sum_factor) + weights.sum(-1, true);
+    accumulator = (variant.stale_accumulator ? accumulator : accumulator * accumulator_factor) +
+                  at::matmul(weights, value.narrow(2, begin, count));
     running_max = new_max;
   }
   return accumulator / running_sum;

@@ -18,7 +18,14 @@ struct FlashVariant {
   bool stale_accumulator = false;  // the output accumulator is not rescaled when the running max grows
   bool stale_sum = false;          // the running sum is not rescaled when the running max grows
   bool last_block_dropped = false; // keys after the last full block are never visited
-  bool blockwise() const { return stale_accumulator || stale_sum || last_block_dropped; }
+  // The rescale factor inverted, exp(m' - m) for exp(m - m') (1 while nothing
+  // is summed yet, m = -inf), on the running sum or on the output accumulator.
+  bool inverted_sum_correction = false;
+  bool inverted_accumulator_correction = false;
+  bool blockwise() const {
+    return stale_accumulator || stale_sum || last_block_dropped || inverted_sum_correction ||
+           inverted_accumulator_correction;
+  }
 };
 
 // query (B, H, Nq, d), key (B, H, Nk, d), value (B, H, Nk, d_v), Nq <= Nk

@@ -105,7 +105,14 @@ at::Tensor cached_decoding(const at::Tensor& x, const at::Tensor& previous, cons
       auto rows = at::arange(t, x.options().dtype(at::kLong)).unsqueeze(1);
       auto columns = at::arange(total, x.options().dtype(at::kLong)).unsqueeze(0);
       visible = variant.chunk_mask_top_left ? columns <= rows : columns <= rows + (total - t);
-      if (variant.diagonal_hidden) visible = columns < rows + (total - t);
+      if (variant.diagonal_hidden || variant.diagonal_hidden_first_kept || variant.diagonal_hidden_first_open) {
+        visible = columns < rows + (total - t);
+      }
+      // The sequence's first token, whose row would be empty, let see itself
+      // (first_kept), or exempt from the mask, its whole row open (first_open).
+      const auto first = rows + (total - t) == 0;
+      if (variant.diagonal_hidden_first_kept) visible = visible | (first & (columns == 0));
+      if (variant.diagonal_hidden_first_open) visible = visible | first;
     }
     cached += t;
     auto heads = attend(q, keys, values, visible, scale);

@@ -49,6 +49,8 @@ struct KvCacheVariant {
   bool chunk_mask_top_left = false;    // call token i sees keys j <= i of [cache, new], not j <= cached + i
   bool chunk_mask_prompt_only = false; // the mask only in a call to an empty cache (the prompt), none after
   bool diagonal_hidden = false;        // a token does not see its own key (j < cached + i): NaN for the first
+  bool diagonal_hidden_first_kept = false;  // as diagonal_hidden, but the token at position 0 sees key 0
+  bool diagonal_hidden_first_open = false;  // as diagonal_hidden, but the token at position 0 is not masked at all
   bool reset_ignored = false;          // reset_cache() leaves the previous sequence in the cache
   bool cached_keys_unrotated = false;  // keys cached before RoPE and never rotated afterwards
   bool values_rotated = false;         // RoPE applied to the values as well

@@ -713,6 +713,8 @@ TEST_F(Reference, FlashMistakeVariantsAreDistinguishable) {
   variants.emplace_back().stale_accumulator = true;
   variants.emplace_back().stale_sum = true;
   variants.emplace_back().last_block_dropped = true;
+  variants.emplace_back().inverted_sum_correction = true;
+  variants.emplace_back().inverted_accumulator_correction = true;
   std::vector<at::Tensor> outputs;
   for (const auto& variant : variants) outputs.push_back(reference::flash_reference(q, k, v, true, 16, variant));
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -796,6 +798,8 @@ TEST_F(Reference, KvCacheMistakeVariantsAreDistinguishable) {
   variants.emplace_back().chunk_unmasked = true;
   variants.emplace_back().chunk_mask_top_left = true;
   variants.emplace_back().diagonal_hidden = true;
+  variants.emplace_back().diagonal_hidden_first_kept = true;
+  variants.emplace_back().diagonal_hidden_first_open = true;
   variants.emplace_back().reset_ignored = true;
   variants.emplace_back().cached_keys_unrotated = true;
   variants.emplace_back().values_rotated = true;
@@ -815,7 +819,9 @@ TEST_F(Reference, KvCacheMistakeVariantsAreDistinguishable) {
   // Fed in one call from an empty cache, only the mask and scale mistakes show.
   auto one_pass = reference::causal_self_attention(x, p, heads);
   for (size_t i = 1; i < variants.size(); ++i) {
-    const bool shows = variants[i].chunk_unmasked || variants[i].diagonal_hidden || variants[i].values_rotated ||
+    const bool shows = variants[i].chunk_unmasked || variants[i].diagonal_hidden ||
+                       variants[i].diagonal_hidden_first_kept || variants[i].diagonal_hidden_first_open ||
+                       variants[i].values_rotated ||
                        variants[i].no_rope || variants[i].keys_unrotated || variants[i].rope.interleaved ||
                        variants[i].rope.exponent != 2.0 || variants[i].scale.has_value();
     EXPECT_EQ(shows, !at::allclose(one_pass, reference::cached_decoding(x, {}, p, heads, n, 1, variants[i]), 1e-9, 1e-9))

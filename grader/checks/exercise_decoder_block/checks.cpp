@@ -26,6 +26,7 @@ const std::map<std::string, Bend>& bends() {
       {"memory_mask_inverted", [](auto& v) { v.memory_mask_stage = reference::MaskStage::inverted; }},
       {"pre_ln", [](auto& v) { v.pre_ln = true; }},
       {"no_cross_residual", [](auto& v) { v.cross_residual = false; }},
+      {"relu", [](auto& v) { v.activation = reference::Activation::relu; }},
   };
   return table;
 }

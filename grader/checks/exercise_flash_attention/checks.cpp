@@ -18,27 +18,34 @@ namespace grader::exercise_flash_attention {
 namespace {
 
 using reference::FlashVariant;
-using Bend = std::function<void(FlashVariant&, double d)>;
+using Bend = std::function<void(FlashVariant&, const kit::Dims&)>;
+
+double dim_of(const kit::Dims& dims, const char* name) { return static_cast<double>(dims.at(name)); }
 
 // Each replayable mistake of exercise.yaml, as a bend of the reference.
 const std::map<std::string, Bend>& bends() {
   static const std::map<std::string, Bend> table = {
-      {"stale_accumulator", [](auto& v, double) { v.stale_accumulator = true; }},
-      {"stale_sum", [](auto& v, double) { v.stale_sum = true; }},
-      {"last_block_dropped", [](auto& v, double) { v.last_block_dropped = true; }},
-      {"causal_top_left", [](auto& v, double) { v.causal_top_left = true; }},
-      {"causal_ignored", [](auto& v, double) { v.causal_ignored = true; }},
-      {"no_scaling", [](auto& v, double) { v.scale = 1.0; }},
-      {"float32_scale", [](auto& v, double d) { v.scale = kit::float32_inverse_sqrt(d); }},
-      {"float32_sqrt", [](auto& v, double d) { v.scale = kit::inverse_of_float32_sqrt(d); }},
-      {"scaled_by_d", [](auto& v, double d) { v.scale = 1.0 / d; }},
+      {"stale_accumulator", [](auto& v, const auto&) { v.stale_accumulator = true; }},
+      {"stale_sum", [](auto& v, const auto&) { v.stale_sum = true; }},
+      {"last_block_dropped", [](auto& v, const auto&) { v.last_block_dropped = true; }},
+      {"inverted_sum_correction", [](auto& v, const auto&) { v.inverted_sum_correction = true; }},
+      {"inverted_accumulator_correction", [](auto& v, const auto&) { v.inverted_accumulator_correction = true; }},
+      {"inverted_correction",
+       [](auto& v, const auto&) { v.inverted_sum_correction = v.inverted_accumulator_correction = true; }},
+      {"causal_top_left", [](auto& v, const auto&) { v.causal_top_left = true; }},
+      {"causal_ignored", [](auto& v, const auto&) { v.causal_ignored = true; }},
+      {"no_scaling", [](auto& v, const auto&) { v.scale = 1.0; }},
+      {"float32_scale", [](auto& v, const auto& d) { v.scale = kit::float32_inverse_sqrt(dim_of(d, "d")); }},
+      {"float32_sqrt", [](auto& v, const auto& d) { v.scale = kit::inverse_of_float32_sqrt(dim_of(d, "d")); }},
+      {"scaled_by_d", [](auto& v, const auto& d) { v.scale = 1.0 / dim_of(d, "d"); }},
+      {"scaled_by_dv", [](auto& v, const auto& d) { v.scale = 1.0 / std::sqrt(dim_of(d, "d_v")); }},
   };
   return table;
 }
 
 kit::Tensors reference_of(const kit::CaseData& data, const std::vector<std::string>& mistakes) {
   FlashVariant variant;
-  for (const auto& mistake : mistakes) bends().at(mistake)(variant, static_cast<double>(data.dims.at("d")));
+  for (const auto& mistake : mistakes) bends().at(mistake)(variant, data.dims);
   return {{"output", reference::flash_reference(data.inputs.at("query"), data.inputs.at("key"), data.inputs.at("value"),
                                                 data.dims.at("causal") != 0, data.dims.at("block"), variant)}};
 }
@@ -261,6 +268,110 @@ CheckResult hidden_blocks(const kit::Kit& kit, const CheckSpec& spec) {
                    fmt::join(hidden, " "))});
 }
 
+// The cases of the causal_pattern measurement: one shape run without and
+// with the causal mask. d_v >= Nk, so the value rows are independent and the
+// output (B, H, Nq, d_v) = W V gives the attention weights W back; blocks of
+// one key, so every query's own key starts a block (a block skipped "above
+// the diagonal" one key too early shows).
+const char* const kPatternPlain = "pattern_plain";
+const char* const kPatternCausal = "pattern_causal";
+
+void add_pattern_cases(kit::Kit& kit, std::vector<wire::Record>& cases, at::Generator& generator) {
+  const kit::Dims dims = {{"B", 1}, {"H", 2}, {"Nq", 12}, {"Nk", 12}, {"d", 4}, {"d_v", 16}, {"block", 1}};
+  auto plain_dims = dims, causal_dims = dims;
+  plain_dims["causal"] = 0;
+  causal_dims["causal"] = 1;
+  auto plain = kit.make_case(CaseSpec{kPatternPlain, plain_dims, {}}, generator, 720001);
+  auto causal = kit.make_case(CaseSpec{kPatternCausal, causal_dims, {}}, generator, 720002);
+  // The same query, key and value in both.
+  for (const char* name : {"query", "key", "value"}) {
+    causal.tensors[wire::key::input(name)] = plain.tensors.at(wire::key::input(name));
+  }
+  plain.strings["describe"] += ", weights read from the output (d_v >= Nk)";
+  causal.strings["describe"] += ", weights read from the output (d_v >= Nk)";
+  cases.push_back(std::move(plain));
+  cases.push_back(std::move(causal));
+}
+
+// Which keys each query weighs under the causal mask, read from the outputs
+// of the pattern cases (add_pattern_cases). Judged only where the same
+// inputs without the mask give the reference's output: then what differs
+// with it lies in which keys it hides. Rows with NaN or infinity are left
+// out (hidden_blocks_finite speaks of them).
+CheckResult causal_pattern(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  const auto& plain = kit.input().at(kPatternPlain);
+  const auto& masked = kit.input().at(kPatternCausal);
+  for (const auto* run : {&plain, &masked}) {
+    if (auto why = kit.not_runnable(*run)) return results.skip(spec.id, "not assessed: " + *why);
+    if (run->threw()) return results.skip(spec.id, "not assessed: your code threw on " + run->describe());
+  }
+  if (kit.status(kPatternPlain) != kit::CaseStatus::matches) {
+    return results.skip(spec.id, "not assessed: without the causal mask your output already differs from the "
+                                 "reference (" + plain.describe() + "), so what the mask does cannot be told apart");
+  }
+  if (kit.status(kPatternCausal) == kit::CaseStatus::matches) {
+    return results.pass(spec.id, "each query weighs exactly the keys up to its own position");
+  }
+  std::string why;
+  auto output = learner_tensor(masked, "output", why);
+  if (!output) return results.skip(spec.id, "not assessed: " + why);
+  const auto data = kit.data_of(masked);
+  const auto& value = data.inputs.at("value");
+  if (output->sizes() != at::IntArrayRef(kit.expected(masked).at("output").sizes())) {
+    return results.skip(spec.id, "not assessed: the output has shape " + shape_string(output->sizes()));
+  }
+  const int64_t nq = data.dims.at("Nq"), nk = data.dims.at("Nk"), shift = nk - nq;
+  auto pinv = at::linalg_pinv(value.to(at::kDouble));  // (B, H, d_v, Nk)
+  auto o = output->to(at::kDouble);
+  auto finite_rows = at::isfinite(o).all(-1, /*keepdim=*/true);  // (B, H, Nq, 1)
+  auto w = at::matmul(at::where(finite_rows, o, at::zeros_like(o)), pinv);
+  // The reference's weights read the same way: the reading itself is sound.
+  auto want = at::matmul(kit.expected(masked).at("output").to(at::kDouble), pinv);
+  auto i = at::arange(nq, at::kLong).unsqueeze(1), j = at::arange(nk, at::kLong).unsqueeze(0);
+  auto may_see = (j <= i + shift).expand_as(w);
+  constexpr double kZero = 1e-9;
+  if (!((want.abs() < kZero) == may_see.logical_not()).all().item<bool>()) {
+    return results.skip(spec.id, "not assessed: the weights cannot be read back from the output on this draw");
+  }
+  auto judged = finite_rows.expand_as(w);
+  auto zero = w.abs() < kZero;
+  auto lost = zero & may_see & judged, leaked = zero.logical_not() & may_see.logical_not() & judged;
+  if (!lost.any().item<bool>() && !leaked.any().item<bool>()) {
+    return results.skip(spec.id, "not assessed: your weights under the mask differ from the reference's, but on the "
+                                 "keys it should leave visible (see the numerics checks)");
+  }
+  auto pairs = [&](const at::Tensor& where) {
+    // (query, key) pairs over the batch and heads, each pair once.
+    auto any = where.any(0).any(0);
+    std::vector<std::string> out;
+    for (int64_t q = 0; q < nq; ++q) {
+      for (int64_t k = 0; k < nk; ++k) {
+        if (any[q][k].item<bool>() && out.size() < 8) out.push_back(fmt::format("query {} key {}", q, k));
+      }
+    }
+    const auto count = any.sum().item<int64_t>();
+    return fmt::format("{}{}", fmt::join(out, ", "), count > 8 ? fmt::format(" and {} more", count - 8) : "");
+  };
+  std::vector<std::string> evidence = {
+      "input: " + masked.describe(),
+      "without the mask (" + plain.describe() + ") your output matches the reference's",
+      fmt::format("query i may see keys j <= i + {} (Nk - Nq = {}); the weights read from your output", shift, shift)};
+  if (lost.any().item<bool>()) evidence.push_back("no weight on a key the query may see: " + pairs(lost));
+  if (leaked.any().item<bool>()) evidence.push_back("weight on a key hidden from the query: " + pairs(leaked));
+  evidence.push_back(kit.input().replay_hint());
+  return results.fail(
+      spec.id,
+      lost.any().item<bool>()
+          ? "with causal = true your code gives no weight to keys a query may see (without the mask it is right): "
+            "query i sees every key j <= i + (Nk - Nq), its own included; look at the mask's comparison and at any "
+            "test that skips a block of keys: skip it only when its first key lies after the last key the query "
+            "(or every query of the tile) may see"
+          : "with causal = true your code gives weight to keys hidden from the query (without the mask it is "
+            "right): hide key j from query i exactly when j > i + (Nk - Nq)",
+      evidence);
+}
+
 }  // namespace
 
 std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
@@ -268,6 +379,8 @@ std::unique_ptr<Suite> make_suite(const Exercise& exercise) {
   suite->custom("block_memory", block_memory);
   suite->memory_from_outside("block_memory");
   suite->measurement("hidden_blocks", hidden_blocks);
+  suite->extra_cases(add_pattern_cases);
+  suite->measurement("causal_pattern", causal_pattern);
   return suite;
 }
 

@@ -38,6 +38,8 @@ const std::map<std::string, Bend>& bends() {
       {"chunk_mask_top_left", [](auto& v, double, double) { v.chunk_mask_top_left = true; }},
       {"chunk_mask_prompt_only", [](auto& v, double, double) { v.chunk_mask_prompt_only = true; }},
       {"diagonal_hidden", [](auto& v, double, double) { v.diagonal_hidden = true; }},
+      {"diagonal_hidden_first_kept", [](auto& v, double, double) { v.diagonal_hidden_first_kept = true; }},
+      {"diagonal_hidden_first_open", [](auto& v, double, double) { v.diagonal_hidden_first_open = true; }},
       {"reset_ignored", [](auto& v, double, double) { v.reset_ignored = true; }},
       {"values_rotated", [](auto& v, double, double) { v.values_rotated = true; }},
       {"no_scaling", [](auto& v, double, double) { v.scale = 1.0; }},
@@ -575,28 +577,39 @@ CheckResult work_per_call(const kit::Kit& kit, const CheckSpec& spec) {
                                            mac_slope, element_slope, cpu_note));
 }
 
-// Where the code puts each query, read from the outputs of a case fed one
-// token per call: token n's output is matched against the reference's with
-// that token's query turned at each position p (the keys at their own). A
-// token whose output several positions reproduce (the first: one key, so its
-// weight is 1 wherever the query sits) says nothing and is left out; judged
-// where every other token matches exactly one position.
-CheckResult query_positions(const kit::Kit& kit, const CheckSpec& spec) {
-  const auto& results = kit.results();
-  const auto& run = kit.input().at(spec.cases.at(0));
-  if (auto why = kit.not_runnable(run)) return results.skip(spec.id, "not assessed: " + *why);
+// Where the code puts each query, read from the outputs of a case: token n's
+// output is matched against the reference's with that token's query turned at
+// each position p (the keys at their own, every earlier key visible, as the
+// causal mask leaves them whatever the calls). A token whose output several
+// positions reproduce (the first: one key, so its weight is 1 wherever the
+// query sits) says nothing and is left out; a case is judged where every
+// other token matches exactly one position.
+struct QueryReading {
+  std::optional<std::string> unreadable;  // why the case says nothing
+  std::vector<int64_t> positions, want;   // per judged token: where its query sits, where it should
+  std::vector<std::string> shown;         // per token: its position, or "any"
+};
+
+QueryReading read_query_positions(const kit::Kit& kit, const CaseRun& run) {
+  QueryReading reading;
+  if (auto why = kit.not_runnable(run)) {
+    reading.unreadable = *why;
+    return reading;
+  }
   std::string why;
   auto output = learner_tensor(run, "output", why);
-  if (!output) return results.skip(spec.id, "not assessed: " + why);
+  if (!output) {
+    reading.unreadable = why;
+    return reading;
+  }
   const auto data = kit.data_of(run);
   const auto& x = data.inputs.at("x");
   if (output->sizes() != x.sizes()) {
-    return results.skip(spec.id, "not assessed: the output has shape " + shape_string(output->sizes()));
+    reading.unreadable = "the output has shape " + shape_string(output->sizes());
+    return reading;
   }
   const auto heads = data.dims.at("H"), n = x.size(1);
   auto got = output->to(at::kDouble);
-  std::vector<int64_t> positions, want;
-  std::vector<std::string> shown;  // per token: its position, or "any" where several reproduce it
   for (int64_t token = 0; token < n; ++token) {
     std::vector<std::pair<double, int64_t>> errors;
     for (int64_t p = 0; p < n + 8; ++p) {
@@ -604,42 +617,83 @@ CheckResult query_positions(const kit::Kit& kit, const CheckSpec& spec) {
       errors.emplace_back((got.narrow(1, token, 1) - row).abs().max().item<double>(), p);
     }
     const double scale = std::max(1.0, got.narrow(1, token, 1).abs().max().item<double>());
-    const auto reading = kit::read_probe(std::move(errors), 1e-6 * scale);
-    if (reading.kind == kit::ProbeReading::Kind::none) {
-      return results.skip(spec.id, fmt::format("not assessed: token {}'s output matches the reference's with its "
-                                               "query at no position (so something else differs too; see "
-                                               "the other checks)",
-                                               token));
+    const auto probe = kit::read_probe(std::move(errors), 1e-6 * scale);
+    if (probe.kind == kit::ProbeReading::Kind::none) {
+      reading.unreadable = fmt::format("token {}'s output matches the reference's with its query at no position (so "
+                                       "something else differs too; see the other checks)",
+                                       token);
+      return reading;
     }
-    if (reading.kind == kit::ProbeReading::Kind::several) {
-      shown.push_back("any");
+    if (probe.kind == kit::ProbeReading::Kind::several) {
+      reading.shown.push_back("any");
       continue;
     }
-    positions.push_back(reading.value);
-    want.push_back(token);
-    shown.push_back(std::to_string(reading.value));
+    reading.positions.push_back(probe.value);
+    reading.want.push_back(token);
+    reading.shown.push_back(std::to_string(probe.value));
   }
-  if (positions.empty()) {
-    return results.skip(spec.id, "not assessed: no token's output here depends on where its query sits");
+  if (reading.positions.empty()) reading.unreadable = "no token's output here depends on where its query sits";
+  return reading;
+}
+
+// How the case fed x: "one per call", "calls of 3".
+std::string schedule_text(const kit::Dims& dims) {
+  const auto first = dims.at("first"), step = dims.at("step");
+  if (first == 1 && step == 1) return "one per call";
+  if (first == step) return fmt::format("in calls of {}", first);
+  return fmt::format("a first call of {}, then calls of {}", first, step);
+}
+
+CheckResult query_positions(const kit::Kit& kit, const CheckSpec& spec) {
+  const auto& results = kit.results();
+  std::optional<std::string> first_unreadable;
+  std::vector<std::string> judged;
+  for (const auto& id : spec.cases) {
+    const auto& run = kit.input().at(id);
+    const auto reading = read_query_positions(kit, run);
+    if (reading.unreadable) {
+      if (!first_unreadable) first_unreadable = *reading.unreadable;
+      continue;
+    }
+    const auto dims = kit.data_of(run).dims;
+    const auto schedule = schedule_text(dims);
+    if (reading.positions == reading.want) {
+      judged.push_back(schedule);
+      continue;
+    }
+    const int64_t n = static_cast<int64_t>(reading.shown.size());
+    const auto begins = call_begins(run, n);
+    const bool from_zero =
+        std::all_of(reading.positions.begin(), reading.positions.end(), [](int64_t p) { return p == 0; });
+    bool at_call_start = true;
+    for (size_t k = 0; k < reading.positions.size(); ++k) {
+      at_call_start &= reading.positions[k] == begins[static_cast<size_t>(reading.want[k])];
+    }
+    std::vector<int64_t> every(static_cast<size_t>(n));
+    std::iota(every.begin(), every.end(), 0);
+    std::string message;
+    if (from_zero) {
+      message = "every call turns its query as position 0, whatever the cache holds: a token's query sits at the "
+                "number of cached tokens + its index in the call, like its key";
+    } else if (at_call_start) {
+      message = "every query of a call is turned at the call's first position (the number of cached tokens), not "
+                "at its own: the t-th token of a call sits at P + t, like its key";
+    } else {
+      message = "the queries are turned at other positions than their own: a token's query sits at the number of "
+                "cached tokens + its index in the call, like its key";
+    }
+    return results.fail(spec.id, message,
+                        {"input: " + run.describe(),
+                         fmt::format("token n = 0 .. {} ({}), its query turned as position (measured from its "
+                                     "output, the keys at their own positions): {}; where it sits: {}",
+                                     n - 1, schedule, fmt::join(reading.shown, ", "), fmt::join(every, ", "))});
   }
-  if (positions == want) {
-    return results.pass(spec.id,
-                        "each query is turned at its own position in the sequence (measured from the "
-                        "outputs, one token per call)");
+  if (judged.empty()) {
+    return results.skip(spec.id, "not assessed: " + first_unreadable.value_or("no case"));
   }
-  const bool from_zero = std::all_of(positions.begin(), positions.end(), [](int64_t p) { return p == 0; });
-  std::vector<int64_t> every(static_cast<size_t>(n));
-  std::iota(every.begin(), every.end(), 0);
-  return results.fail(
-      spec.id,
-      from_zero ? std::string("every call turns its query as position 0, whatever the cache holds: a token's query "
-                              "sits at the number of cached tokens + its index in the call, like its key")
-                : std::string("the queries are turned at other positions than their own: a token's query sits at "
-                              "the number of cached tokens + its index in the call, like its key"),
-      {"input: " + run.describe(),
-       fmt::format("token n = 0 .. {} (one per call), its query turned as position (measured from its output, the "
-                   "keys at their own positions): {}; where it sits: {}",
-                   n - 1, fmt::join(shown, ", "), fmt::join(every, ", "))});
+  return results.pass(spec.id, fmt::format("each query is turned at its own position in the sequence (measured from "
+                                           "the outputs, tokens fed {})",
+                                           fmt::join(judged, " and ")));
 }
 
 }  // namespace

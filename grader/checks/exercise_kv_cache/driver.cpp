@@ -90,9 +90,17 @@ extern "C" void grader_run_case(const grader::wire::Record& request, grader::wir
           if (near > 0 && begin > 0 && count == 1 && near_next < first) call_near(near_next++, 1);
           const auto label = "x " + std::to_string(begin) + " " + std::to_string(count);
           auto output = call(label, [&] { return module->forward(x.narrow(1, begin, count)); });
-          TORCH_CHECK(output.defined() && output.dim() == 3 && output.size(0) == x.size(0) && output.size(1) == count,
+          TORCH_CHECK(output.defined() && output.dim() == 3 && output.size(0) == x.size(0),
                       "forward returned ", output.defined() ? output.sizes() : at::IntArrayRef{},
                       " for a call of ", count, " tokens (x of shape ", x.narrow(1, begin, count).sizes(),
+                      "): each call must return (B, T, D) for its T tokens");
+          // Fewer outputs than the call's tokens (the last one's alone, say):
+          // said apart, for exercise.yaml's error rule.
+          TORCH_CHECK(output.size(1) >= count, "forward returned outputs for only ", output.size(1),
+                      " of the call's ", count, " tokens (", output.sizes(), " for x of shape ",
+                      x.narrow(1, begin, count).sizes(), "): each call must return (B, T, D) for its T tokens");
+          TORCH_CHECK(output.size(1) == count, "forward returned ", output.sizes(), " for a call of ", count,
+                      " tokens (x of shape ", x.narrow(1, begin, count).sizes(),
                       "): each call must return (B, T, D) for its T tokens");
           outputs.push_back(output);
           begin += count;
