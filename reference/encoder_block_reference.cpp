@@ -36,8 +36,12 @@ at::Tensor encoder_block(const at::Tensor& x, const at::Tensor& mask, const std:
     auto h = residual(variant.attention_residual, x, attention(norm(x, "norm1")));
     return residual(variant.ffn_residual, h, ffn(norm(h, "norm2")));
   }
-  auto h = norm(residual(variant.attention_residual, x, attention(x)), "norm1");
-  return norm(residual(variant.ffn_residual, h, ffn(h)), "norm2");
+  const auto sum = residual(variant.attention_residual, x, attention(x));
+  const auto h = norm(sum, "norm1");
+  const auto& fed = variant.ffn_input == FfnInput::block_input    ? x
+                    : variant.ffn_input == FfnInput::unnormed_sum ? sum
+                                                                  : h;
+  return norm(residual(variant.ffn_residual, h, ffn(fed)), "norm2");
 }
 
 }  // namespace reference

@@ -24,11 +24,16 @@
 
 namespace reference {
 
+// What the post-LN block's FFN is given: h = norm1(x + attention(x)) (right),
+// the block's input x, or the residual sum before norm1.
+enum class FfnInput { normed_sum, block_input, unnormed_sum };
+
 struct EncoderBlockVariant {
   bool pre_ln = false;  // x + sublayer(norm(x)) for both sub-layers, no norm after
   bool attention_residual = true;
   bool ffn_residual = true;
   double eps = 1e-5;  // LayerNorm's epsilon
+  FfnInput ffn_input = FfnInput::normed_sum;  // post-LN only; the residual still adds h
   Activation activation = Activation::gelu;
   MaskStage mask_stage = MaskStage::before_softmax;
   // Dropout at p = 1 at one of its three places (a zero tensor there), as

@@ -27,7 +27,8 @@ at::Tensor feed_forward(const at::Tensor& x, const std::map<std::string, at::Ten
   auto hidden = at::linear(x, parameters.at("linear1.weight"), parameters.at("linear1.bias"));
   auto output =
       at::linear(activate(hidden, variant.activation), parameters.at("linear2.weight"), parameters.at("linear2.bias"));
-  return variant.residual ? x + output : output;
+  if (variant.residual) output = x + output;
+  return variant.normalised_output ? at::layer_norm(output, {output.size(-1)}) : output;
 }
 
 }  // namespace reference

@@ -22,6 +22,9 @@ enum class Activation { gelu, gelu_tanh, relu, silu, none };
 struct FeedForwardVariant {
   Activation activation = Activation::gelu;  // exact GELU: x * Phi(x), with erf
   bool residual = false;                     // x + FFN(x): the block's residual inside the sub-layer
+  // layer_norm over d_model (no weight or bias, eps 1e-5) of what it returns
+  // (after the residual, when that is inside too): the block's LayerNorm inside the sub-layer.
+  bool normalised_output = false;
 };
 
 // The activation alone, for any floating tensor.

@@ -34,6 +34,9 @@ at::Tensor mini_encoder_states(const at::Tensor& tokens, const at::Tensor& mask,
   };
   const auto embedded = h;
   for (int64_t i = 0; i < num_layers; ++i) {
+    const bool reached = variant.mask_reach == MaskReach::every_layer ||
+                         (variant.mask_reach == MaskReach::first_layer_only ? i == 0 : i > 0);
+    block.mask_stage = reached ? variant.mask_stage : MaskStage::ignored;
     const auto weights = layer_params(variant.layers == LayerStack::shared_last ? num_layers - 1 : i);
     h = encoder_block(variant.layers == LayerStack::unchained ? embedded : h, attention_mask, weights, num_heads,
                       block);

@@ -37,11 +37,19 @@ enum class Pooling {
   first_token,  // the first token's state ([CLS]-style)
 };
 
+// The layers whose self-attention gets the padding mask.
+enum class MaskReach {
+  every_layer,
+  first_layer_only,  // layer 0 alone
+  not_first_layer,   // every layer but layer 0 (with two layers: the last one only)
+};
+
 struct MiniEncoderVariant {
   bool embedding_scaled = true;  // false: no * sqrt(d_model)
   bool positions = true;         // false: no positional encoding added
   LayerStack layers = LayerStack::chained;
   MaskStage mask_stage = MaskStage::before_softmax;  // what each layer's attention does with the mask
+  MaskReach mask_reach = MaskReach::every_layer;     // the others are given no mask
   Activation activation = Activation::gelu;          // relu: TransformerEncoderLayer's default kept
   Pooling pooling = Pooling::masked_mean;
   bool softmax_head = false;  // probabilities returned instead of logits

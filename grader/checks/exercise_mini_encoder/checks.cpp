@@ -30,6 +30,8 @@ const std::map<std::string, Bend>& bends() {
       {"relu_layers", [](auto& v) { v.activation = reference::Activation::relu; }},
       {"mask_not_to_layers", [](auto& v) { v.mask_stage = reference::MaskStage::ignored; }},
       {"mask_inverted", [](auto& v) { v.mask_stage = reference::MaskStage::inverted; }},
+      {"mask_first_layer_only", [](auto& v) { v.mask_reach = reference::MaskReach::first_layer_only; }},
+      {"mask_misses_first_layer", [](auto& v) { v.mask_reach = reference::MaskReach::not_first_layer; }},
       {"padded_average", [](auto& v) { v.pooling = reference::Pooling::mean_all; }},
       {"first_token_pooling", [](auto& v) { v.pooling = reference::Pooling::first_token; }},
       {"softmax_head", [](auto& v) { v.softmax_head = true; }},

@@ -349,11 +349,21 @@ CheckResult Kit::deterministic(const CheckSpec& spec) const {
   if (!first || !second) return results_.fail(spec.id, why);
   auto repeat = compare(*first, *second, exercise_.tolerance("float64"));
   if (!repeat.ok) {
+    // What is random is said from what this eval-mode run ran: a dropout
+    // that acts (it draws its mask with bernoulli_; in eval mode aten::dropout
+    // runs too, and returns its input), or a random draw.
+    const auto ops = a.trace().op_counts;
+    auto ran = [&](const char* op) { return ops.count(std::string("aten::") + op) > 0; };
+    std::string why = "something random runs in forward";
+    if (ran("bernoulli_") || ran("bernoulli") || ran("native_dropout")) {
+      why = "a dropout acts outside training (it must be off in eval mode: call the registered Dropout module, "
+            "which module->eval() switches off, or pass is_training() to the functional one)";
+    } else if (ran("randn") || ran("rand") || ran("randint") || ran("normal_") || ran("uniform_") ||
+               ran("multinomial") || ran("randperm")) {
+      why = "your forward draws random numbers: in eval mode its output must depend on its inputs and weights only";
+    }
     return results_.fail(spec.id,
-                         "in eval mode the " + name +
-                             " changes between two runs on identical inputs: something random is active outside "
-                             "training (dropout must be off in eval mode: use the registered Dropout module or pass "
-                             "is_training())",
+                         "in eval mode the " + name + " changes between two runs on identical inputs: " + why,
                          {"input: " + a.describe(), "two runs: " + repeat.detail});
   }
   const auto s = status(id);
