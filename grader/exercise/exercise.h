@@ -31,9 +31,9 @@ struct CheckSpec {
   // after_published); empty: the grade's (--visibility).
   std::string visibility;
   // further scalars; a mapping's entries as "key.sub". Any check may say
-  // judged_alone: "true": it compares the learner's code with itself (a
-  // training run with the same code's eval run), never with the reference,
-  // so a known mistake elsewhere never sets its failure aside.
+  // judged_alone: "true": it never compares outputs with the reference's (it
+  // compares a training run with the same code's eval run, or reads what the
+  // module registers), so a known mistake elsewhere never sets it aside.
   std::map<std::string, std::string> options;
   std::string option(const std::string& key, const std::string& fallback = "") const {
     auto found = options.find(key);
