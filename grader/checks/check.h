@@ -69,6 +69,9 @@ struct CaseRun {
   std::optional<std::string> thrown;   // what the learner's code threw
   std::optional<wire::Trace> recorded;  // what the runner recorded of the call (wire/trace.h)
 
+  // Whether the operator aten::`op` ran in the call (at any depth of the learner's code).
+  bool ran(const std::string& op) const { return recorded && recorded->op_counts.count("aten::" + op) > 0; }
+
   bool threw() const { return thrown.has_value(); }
   std::string error() const { return thrown.value_or(""); }
   wire::Trace trace() const { return recorded.value_or(wire::Trace{}); }

@@ -104,9 +104,8 @@ bool Kit::has_focus_point(const std::string& id) const {
 }
 
 bool Kit::ran(const std::string& op) const {
-  const auto name = "aten::" + op;
   return std::any_of(input_->cases.begin(), input_->cases.end(),
-                     [&](const auto& entry) { return entry.second.trace().op_counts.count(name) > 0; });
+                     [&](const auto& entry) { return entry.second.ran(op); });
 }
 
 std::vector<std::string> Kit::ran_in_place(const CaseRun& run) const {
@@ -114,7 +113,8 @@ std::vector<std::string> Kit::ran_in_place(const CaseRun& run) const {
                                                  "normal_", "bernoulli_", "random_", "as_strided_", "detach_",
                                                  "requires_grad_", "_coalesced_", "resize_as_"};
   std::vector<std::string> found;
-  for (const auto& [op, calls] : run.trace().op_counts) {
+  if (!run.recorded) return found;
+  for (const auto& [op, calls] : run.recorded->op_counts) {
     if (op.rfind("aten::", 0) != 0 || op.back() != '_') continue;
     const auto name = op.substr(6);
     if (name.front() != '_' && !internal.count(name)) found.push_back(name);

@@ -352,14 +352,12 @@ CheckResult Kit::deterministic(const CheckSpec& spec) const {
     // What is random is said from what this eval-mode run ran: a dropout
     // that acts (it draws its mask with bernoulli_; in eval mode aten::dropout
     // runs too, and returns its input), or a random draw.
-    const auto ops = a.trace().op_counts;
-    auto ran = [&](const char* op) { return ops.count(std::string("aten::") + op) > 0; };
     std::string why = "something random runs in forward";
-    if (ran("bernoulli_") || ran("bernoulli") || ran("native_dropout")) {
+    if (a.ran("bernoulli_") || a.ran("bernoulli") || a.ran("native_dropout")) {
       why = "a dropout acts outside training (it must be off in eval mode: call the registered Dropout module, "
             "which module->eval() switches off, or pass is_training() to the functional one)";
-    } else if (ran("randn") || ran("rand") || ran("randint") || ran("normal_") || ran("uniform_") ||
-               ran("multinomial") || ran("randperm")) {
+    } else if (a.ran("randn") || a.ran("rand") || a.ran("randint") || a.ran("normal_") || a.ran("uniform_") ||
+               a.ran("multinomial") || a.ran("randperm")) {
       why = "your forward draws random numbers: in eval mode its output must depend on its inputs and weights only";
     }
     return results_.fail(spec.id,
