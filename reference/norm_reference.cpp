@@ -44,7 +44,11 @@ at::Tensor norm_forward(Norm norm, const at::Tensor& x, const at::Tensor& weight
 
 NormGradients norm_backward(Norm norm, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                             double eps, const at::Tensor& grad_output, const NormVariant& variant) {
-  const auto s = statistics(norm, x, eps, NormVariant{});  // the backward of the correct forward
+  // The statistics of the forward the variant describes: with a forward bend
+  // the parameter gradients are those of that forward (exactly), while dx is
+  // the closed form below evaluated at its statistics, which is the derivative
+  // of the correct forward only.
+  const auto s = statistics(norm, x, eps, variant);
   const auto normalised = s.centred * s.reciprocal;
   // With g = grad_output * weight, the gradient through the normalised input:
   //   LayerNorm: dx = r * (g - mean(g) - xhat * mean(g * xhat))

@@ -38,7 +38,9 @@ struct NormGradients {
 };
 
 // The gradients of sum(grad_output * norm_forward(...)) with respect to x,
-// weight and bias.
+// weight and bias. A variant's backward fields bend the gradients; its forward
+// fields give the parameter gradients of that bent forward (dx then is the
+// closed form at the bent statistics, not the bent forward's derivative).
 NormGradients norm_backward(Norm norm, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                             double eps, const at::Tensor& grad_output, const NormVariant& variant = {});
 

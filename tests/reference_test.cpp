@@ -124,6 +124,33 @@ TEST_F(Reference, NormMistakesChangeTheirOwnDirection) {
   expect_close(grads.bias / 6, mean_grads.bias);
 }
 
+// With a forward bend, the parameter gradients are those of the bent forward
+// (autograd through it), each forward mistake in turn, both norms: what the
+// grader judges a learner's parameter gradients against when its forward
+// replays one of them.
+TEST_F(Reference, NormParameterGradientsFollowTheBentForward) {
+  using reference::Norm;
+  using reference::NormVariant;
+  const std::vector<std::pair<Norm, bool NormVariant::*>> bends = {
+      {Norm::layer, &NormVariant::unbiased_variance}, {Norm::layer, &NormVariant::eps_outside_sqrt},
+      {Norm::rms, &NormVariant::eps_outside_sqrt},    {Norm::rms, &NormVariant::rms_centred},
+      {Norm::rms, &NormVariant::rms_sum_of_squares}};
+  for (const auto& [norm, field] : bends) {
+    NormVariant variant;
+    variant.*field = true;
+    auto x = at::randn({2, 3, 6}, at::kDouble);
+    auto weight = at::randn({6}, at::kDouble).requires_grad_(true);
+    auto bias = norm == Norm::layer ? at::randn({6}, at::kDouble).requires_grad_(true) : at::Tensor();
+    auto grad_output = at::randn({2, 3, 6}, at::kDouble);
+    reference::norm_forward(norm, x, weight, bias, 0.1, variant).backward(grad_output);
+    const auto grads =
+        reference::norm_backward(norm, x, weight.detach(), norm == Norm::layer ? bias.detach() : bias, 0.1,
+                                 grad_output, variant);
+    expect_close(weight.grad(), grads.weight);
+    if (norm == Norm::layer) expect_close(bias.grad(), grads.bias);
+  }
+}
+
 // exercise_softmax_cuda: the float64 row softmax and its replayed kernel mistakes.
 TEST_F(Reference, SoftmaxRowsMatchesLibTorchAndIsStable) {
   auto x = at::randn({5, 37}, at::kDouble);

@@ -94,13 +94,19 @@ std::optional<bool> Kit::replay_matches(const CaseRun& run, const Tensors& outpu
 }
 
 bool Kit::explains_every_case(const std::string& mistake) const {
-  if (std::find(replayable_.begin(), replayable_.end(), mistake) == replayable_.end()) return false;
+  return explains_every_case(std::vector<std::string>{mistake});
+}
+
+bool Kit::explains_every_case(const std::vector<std::string>& mistakes) const {
+  for (const auto& mistake : mistakes) {
+    if (std::find(replayable_.begin(), replayable_.end(), mistake) == replayable_.end()) return false;
+  }
   size_t compared = 0;
   for (const auto& spec : cases_) {
     const auto s = status(spec.id);
     if (s == CaseStatus::threw || s == CaseStatus::unusable) continue;
     const auto& run = input_->at(spec.id);
-    const auto matched = replay_matches(run, learner_outputs(run), {mistake});
+    const auto matched = replay_matches(run, learner_outputs(run), mistakes);
     if (matched == false) return false;
     compared += matched.has_value();  // not replayable there: says nothing
   }
@@ -157,27 +163,43 @@ void Kit::mark_consequences(std::vector<CheckResult>& results) const {
     const bool symptom = dependence_ids.count(result.id) > 0 || dependence_ids.count(result.explained_by) > 0;
     if (symptom) set_aside(result, "a dependence another mistake found here can cause: fix that first");
   }
+  // A mistake named by a check judged alone (on its own measurement, or for
+  // the learner's own forward) is a second one: it explains nothing else.
+  auto alone = [&](size_t i) { return i < exercise_.checks.size() && exercise_.checks[i].option("judged_alone") == "true"; };
+  // The known mistakes named (one, or a pair replayed together): where their
+  // replay gives every case, the failures of other focus points follow from them.
   std::set<std::string> mistakes;
-  for (const auto& result : results) {
-    if (result.status != CheckStatus::failed || result.mistake.empty()) continue;
-    if (!result.also_mistakes.empty()) return;  // two mistakes at once: nothing is set aside
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& result = results[i];
+    if (result.status != CheckStatus::failed || result.mistake.empty() || alone(i)) continue;
     mistakes.insert(result.mistake);
+    mistakes.insert(result.also_mistakes.begin(), result.also_mistakes.end());
   }
-  if (mistakes.size() != 1) return;
-  const auto& mistake = exercise_.mistake(*mistakes.begin());
-  if (!explains_every_case(mistake.id)) return;
+  if (mistakes.empty() || mistakes.size() > 2) return;
+  if (!explains_every_case(std::vector<std::string>(mistakes.begin(), mistakes.end()))) return;
+  std::set<std::string> focus_points;
+  std::string titles;
+  for (const auto& id : mistakes) {
+    const auto& mistake = exercise_.mistake(id);
+    focus_points.insert(mistake.focus_point);
+    titles += (titles.empty() ? "\"" : "\" and \"") + mistake.title;
+  }
+  titles += "\"";
+  const bool one = mistakes.size() == 1;
   for (size_t i = 0; i < results.size(); ++i) {
     auto& result = results[i];
-    if (!blames(result) || !result.mistake.empty() || result.focus_point == mistake.focus_point) continue;
+    if (!blames(result) || !result.mistake.empty() || focus_points.count(result.focus_point)) continue;
     // A check judged on the learner's own outputs alone (`judged_alone`: a
     // training run against the same code's eval run) reads its focus point
     // whatever the mistake elsewhere: a second mistake, named too.
-    if (i < exercise_.checks.size() && exercise_.checks[i].option("judged_alone") == "true") continue;
+    if (alone(i)) continue;
     // Its own reading of the results assumed the rest was right: what it
     // would say (no mask, a factor of -inf) may be false, so it says only this.
     result.blames_focus = false;
-    result.message = "fails as the known mistake \"" + mistake.title +
-                     "\" makes it fail (your results on every case are that mistake's): fix it first";
+    result.message = one ? "fails as the known mistake " + titles +
+                               " makes it fail (your results on every case are that mistake's): fix it first"
+                         : "fails as the known mistakes " + titles +
+                               " together make it fail (your results on every case are theirs): fix them first";
   }
 }
 
@@ -377,6 +399,12 @@ std::vector<std::string> Kit::replayed_mistakes(const std::string& case_id, cons
 std::optional<CheckResult> Kit::explain_precision(const std::string& check, const CaseRun& run, const Tensors& reference,
                                                   const Tensors& learner, std::vector<std::string>& evidence) const {
   if (status(run.request.string("case")) != CaseStatus::precision || !findings().empty()) return std::nullopt;
+  // A known mistake whose replay gives every case's results is a better
+  // reading than rounding (on some case their difference is larger than
+  // rounding): explain_by_mistakes names it.
+  for (const auto& mistake : replayable_) {
+    if (explains_every_case(mistake)) return std::nullopt;
+  }
   // Measured, not guessed: the reference computed in float32 shows how far
   // float32 rounding moves these results. Only a deviation of that size is
   // called a precision problem; a larger one is a different formula.

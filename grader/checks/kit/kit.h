@@ -265,6 +265,8 @@ class Kit : public Suite {
   // case where both exist (and on at least one): the code behaves as the
   // reference with that one mistake.
   bool explains_every_case(const std::string& mistake) const;
+  // The same for known mistakes replayed together.
+  bool explains_every_case(const std::vector<std::string>& mistakes) const;
   // The largest change float32 rounding makes to the reference's results on
   // `run`, `exact` (the reference run on its inputs and weights cast to
   // float32); nothing where that cannot be computed.
