@@ -40,7 +40,7 @@ TEST_F(NewExercise, WritesEveryPartWhereTheConventionsLook) {
   const auto written = cli::new_exercise(root_, "exercise_layer_norm");
   const std::vector<fs::path> expected = {
       "exercises/exercise_layer_norm/exercise.yaml",        "exercises/exercise_layer_norm/README.md",
-      "exercises/exercise_layer_norm/questions.yaml",       "exercises/exercise_layer_norm/layer_norm.h",
+      "exercises/exercise_layer_norm/.grader/questions.yaml","exercises/exercise_layer_norm/layer_norm.h",
       "exercises/exercise_layer_norm/layer_norm.cpp",       "exercises/exercise_layer_norm/.starter/layer_norm.cpp",
       "grader/checks/exercise_layer_norm/checks.cpp",       "grader/checks/exercise_layer_norm/driver.cpp",
       "solutions/exercise_layer_norm/layer_norm.cpp",       "tests/submissions/exercise_layer_norm/README.md"};

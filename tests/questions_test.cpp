@@ -42,7 +42,7 @@ TEST(Questions, EveryBankCoversEveryFocusPoint) {
   }
   std::string list;
   for (const auto& id : without) list += " " + id;
-  EXPECT_TRUE(without.empty()) << "exercises without follow-up questions (exercises/<id>/questions.yaml):" << list;
+  EXPECT_TRUE(without.empty()) << "exercises without follow-up questions (exercises/<id>/.grader/questions.yaml):" << list;
 }
 
 // Each question accepts its own right answer and refuses every other choice,
@@ -104,6 +104,33 @@ TEST(Questions, AnswersAreComputedAndReadAsTyped) {
   EXPECT_FALSE(find("qkv_parameters").accepts("786000"));  // whole numbers exactly
 }
 
+// A number may be typed as the expression that gives it (issue 50: 1/0.8 was
+// refused against 1.25): a table of what is typed, for which answer, and
+// whether it is right.
+TEST(Questions, NumbersTypedAsExpressions) {
+  struct Row {
+    double number;
+    const char* typed;
+    bool right;
+  };
+  const std::vector<Row> table = {
+      {1.25, "1/0.8", true},          {1.25, "5/4", true},          {1.25, "1.25", true},
+      {1.25, "1.249", true},          {1.25, " 1 / (1 - 0.2) ", true}, {1.25, "0.8", false},
+      {1.25, "1/0.7", false},         {8, "sqrt(64)", true},        {8, "512/64", true},
+      {8, "2^3", true},               {8, "0.1*80", true},          {8, "8.01", false},
+      {0.125, "2^-3", true},          {0.3536, "1/sqrt(8)", true},  {-2, "-2", true},
+      {-2, "-(1+1)", true},           {1e-5, "1e-5", true},         {8, "sqrt(-64)", false},
+      {8, "sqrt 64", false},          {8, "eight", false},          {8, "1/0", false},
+      {8, "", false},
+  };
+  for (const auto& row : table) {
+    Question q;
+    q.kind = Question::Kind::number;
+    q.number = row.number;
+    EXPECT_EQ(q.accepts(row.typed), row.right) << "'" << row.typed << "' for " << row.number;
+  }
+}
+
 TEST(Questions, MalformedBanksAreRefusedWithTheQuestionNamed) {
   auto exercise = load_exercise(root() / "exercises" / "exercise_sdpa");
   auto dir = fs::temp_directory_path() / ("questions_test_" + std::to_string(::getpid()));
@@ -120,7 +147,8 @@ TEST(Questions, MalformedBanksAreRefusedWithTheQuestionNamed) {
       {"bad_dim", "[{id: q, focus_point: scaling, ask: x, explain: y, shape: {expressions: [B, Q]}, }]"},
   };
   for (const auto& [name, text] : bad) {
-    std::ofstream(dir / "questions.yaml") << "questions: " << text << "\n";
+    fs::create_directories(dir / ".grader");
+    std::ofstream(dir / kQuestionsFile) << "questions: " << text << "\n";
     try {
       load_questions(exercise);
       ADD_FAILURE() << name << " was accepted";

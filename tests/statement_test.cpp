@@ -2,11 +2,13 @@
 // back, and that every exercise's statement has a task to show and checks to hold back.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "project_root.h"
+#include "exercise/exercise.h"
 #include "exercise/statement.h"
 
 namespace {
@@ -24,6 +26,7 @@ TEST(Statement, SpoilerHeadings) {
       {"What the grader checks", true},
       {"What the grader checks (and why)", true},
       {"Follow-up questions an interviewer asks", true},
+      {"The steps", true},
       {"", false},
   };
   for (const auto& row : rows) EXPECT_EQ(grader::is_spoiler(row.heading), row.spoiler) << row.heading;
@@ -62,6 +65,53 @@ TEST(Statement, EveryExerciseHasATaskAndHoldsItsChecksBack) {
     }
     EXPECT_TRUE(task) << readme << ": no \"## The task\" section";
     EXPECT_TRUE(held) << readme << ": no \"## What the grader checks\" section to hold back";
+  }
+}
+
+// What the statement shows (its task and interface) and the interface header
+// state the contract, not the answers (issue 50): no focus point's giveaway
+// phrase (exercise.yaml) appears in them, compared without case, without
+// backticks and with runs of blanks as one space; and every exercise lists some phrases to check.
+std::string normalised(const std::string& text) {
+  std::string out;
+  bool blank = false;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      blank = true;
+      continue;
+    }
+    if (c == '`') continue;  // "hide key `j`" says what "hide key j" says
+    if (blank && !out.empty()) out += ' ';
+    blank = false;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+TEST(Statement, TaskInterfaceAndHeaderGiveNoAnswerAway) {
+  const auto root = grader::test_support::project_root() / "exercises";
+  for (const auto& id : grader::list_exercises(root)) {
+    const auto exercise = grader::load_exercise(root / id);
+    std::stringstream readme, header;
+    readme << std::ifstream(exercise.dir / "README.md").rdbuf();
+    header << std::ifstream(exercise.dir / exercise.interface_header).rdbuf();
+    std::string shown;
+    for (const auto& section : grader::statement_sections(readme.str())) {
+      if (section.heading == "The task" || section.heading == "The interface") shown += section.text;
+    }
+    const auto places = std::vector<std::pair<std::string, std::string>>{
+        {"README.md (task and interface)", normalised(shown)}, {exercise.interface_header, normalised(header.str())}};
+    size_t phrases = 0;
+    for (const auto& point : exercise.focus_points) {
+      for (const auto& phrase : point.giveaways) {
+        ++phrases;
+        for (const auto& [where, text] : places) {
+          EXPECT_EQ(text.find(normalised(phrase)), std::string::npos)
+              << id << ": " << where << " gives away " << point.id << " (\"" << phrase << "\")";
+        }
+      }
+    }
+    EXPECT_GT(phrases, 0u) << id << ": no focus point lists its giveaways in exercise.yaml";
   }
 }
 

@@ -6,13 +6,14 @@
 
 #include <tuple>
 
-// Causal (decoder) self-attention: position i may attend to positions
-// 0, 1, ..., i (itself included) and never to a later one.
+// Causal (decoder) self-attention: no position may receive any information
+// from a later position.
 //
 //   query: (B, H, N, d_k)    key: (B, H, N, d_k)    value: (B, H, N, d_v)
 //   in any floating dtype (float64, float32, bfloat16, float16) on any device
 //
 // Returns (output, attention_weights), in the inputs' dtype and on their device:
-//   output: (B, H, N, d_v)    attention_weights: (B, H, N, N), zero above the diagonal
+//   output: (B, H, N, d_v)    attention_weights: (B, H, N, N), the weights output
+//   was computed from; a position's weight on any later position is exactly 0
 std::tuple<torch::Tensor, torch::Tensor> causal_self_attention(const torch::Tensor& query, const torch::Tensor& key,
                                                                const torch::Tensor& value);

@@ -9,26 +9,23 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
-// A transformer decoder block with post-LayerNorm, the order of the 2017 paper:
-//
-//   x = norm1(x + dropout1(self_attn(x, x, x, causal mask)))
-//   x = norm2(x + dropout2(multihead_attn(x, memory, memory, memory_mask)))
-//   x = norm3(x + dropout3(linear2(dropout(GELU(linear1(x))))))
-//
-// Self-attention is causal: position i attends to positions 0..i only.
-// Cross-attention takes its queries from the decoder and its keys and values
-// from the encoder's output (memory), whose padding it must not attend to.
+// A transformer decoder block: the decoder layer of the 2017 paper ("Attention
+// Is All You Need"), with the paper's arrangement of attention, feed-forward
+// network, residual connections, LayerNorms and dropout, and the exact GELU
+// (torch::gelu) as the feed-forward activation instead of ReLU. x is the
+// decoder's input, memory the encoder's output: no position of x may read a
+// later one, and no position may attend to the memory's padding.
 // Built from LibTorch's modules, registered under exactly these names (the
 // grader loads weights by name, as torch::nn::TransformerDecoderLayer names them):
-//   self_attn, multihead_attn   MultiheadAttention(d_model, num_heads), their own dropout left at 0
+//   self_attn                   MultiheadAttention(d_model, num_heads), the self-attention
+//   multihead_attn              MultiheadAttention(d_model, num_heads), the cross-attention
+//                               (both with their own dropout left at 0)
 //   linear1, linear2            Linear(d_model, d_ff), Linear(d_ff, d_model)
 //   norm1, norm2, norm3         LayerNorm over d_model, eps 1e-5
 //   dropout, dropout1, dropout2, dropout3   Dropout(dropout)
-// GELU is the exact one (torch::gelu). torch::nn::MultiheadAttention takes
-// (length, B, d_model) tensors; a key_padding_mask (B, M), bool, true where a
-// key must be ignored; and an attn_mask (N, N) that LibTorch's C++ module ADDS
-// to the scores: a float mask, -inf where a query may not attend and 0
-// elsewhere (a bool one would add 1 and mask nothing).
+// With the same weights it computes what torch::nn::TransformerDecoderLayer
+// (not allowed here) with activation kGELU computes given a causal mask and the
+// memory's padding, except for the attentions' internal dropout.
 struct DecoderBlockImpl : torch::nn::Module {
   DecoderBlockImpl(int64_t d_model, int64_t num_heads, int64_t d_ff, double dropout = 0.1);
 

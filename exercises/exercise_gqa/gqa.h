@@ -7,10 +7,10 @@
 #include <torch/nn/pimpl.h>
 
 // Grouped-query self-attention over a (B, N, D) input: num_heads query heads
-// share num_kv_heads key/value heads, each kv head serving a group of
-// num_heads / num_kv_heads consecutive query heads (query head h reads kv
-// head h / group). num_kv_heads = 1 is multi-query attention;
-// num_kv_heads = num_heads is ordinary multi-head attention.
+// share num_kv_heads key/value heads, in groups of num_heads / num_kv_heads
+// query heads per kv head, laid out as in standard GQA checkpoints.
+// num_kv_heads = 1 is multi-query attention; num_kv_heads = num_heads is
+// ordinary multi-head attention.
 //
 // The constructor must register, under exactly these names (the grader loads
 // weights by name), four Linear layers without bias:
@@ -24,7 +24,8 @@
 struct GroupedQueryAttentionImpl : torch::nn::Module {
   GroupedQueryAttentionImpl(int64_t dim, int64_t num_heads, int64_t num_kv_heads);
 
-  // x: (B, N, D) -> (B, N, D). No mask: every token attends to every token.
+  // x: (B, N, D) -> (B, N, D), in x's dtype and on x's device. No mask: every
+  // token attends to every token.
   torch::Tensor forward(const torch::Tensor& x);
 
   int64_t dim;

@@ -17,10 +17,11 @@
 struct MultiHeadAttentionImpl : torch::nn::Module {
   MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads);
 
-  // query: (B, Nq, d_model); key and value: (B, Nk, d_model).
+  // query: (B, Nq, d_model); key and value: (B, Nk, d_model); Nk may differ from Nq.
   // mask: undefined (no mask) or broadcastable to (B, num_heads, Nq, Nk), bool
-  // or integer; where mask == 0 the query must not attend to the key.
-  // Returns (B, Nq, d_model).
+  // or integer; where mask == 0 the query must not attend to the key (its
+  // attention weight is exactly 0).
+  // float32 or float64. Returns (B, Nq, d_model), in the inputs' dtype.
   torch::Tensor forward(const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
                         const torch::Tensor& mask = {});
 

@@ -16,8 +16,8 @@
 struct MultiHeadSelfAttentionImpl : torch::nn::Module {
   explicit MultiHeadSelfAttentionImpl(int64_t dim, int64_t num_heads = 8, double dropout = 0.1);
 
-  // x: (B, N, D) -> (B, N, D). Dropout acts on the attention weights, after
-  // the softmax, and only in training mode.
+  // x: (B, N, D) -> (B, N, D), float32 or float64 (the result keeps x's dtype).
+  // Dropout is active only in training mode; in eval mode forward is deterministic.
   torch::Tensor forward(const torch::Tensor& x);
 
   int64_t dim;

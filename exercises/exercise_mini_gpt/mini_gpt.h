@@ -16,15 +16,13 @@
 // Shapes: B batch, T tokens of a call, D = dim, H = num_heads, head_dim = D / H,
 // V = vocab_size; max_len is the longest sequence (the position table's rows).
 
-// Causal multi-head self-attention with a kv cache. x: (B, T, D).
-//   q, k, v = q_proj(x), k_proj(x), v_proj(x), split into H heads (B, H, T, head_dim)
-//   scores = q k^T / sqrt(head_dim), the token at position p seeing positions 0..p
-//   output = out_proj(softmax(scores) v, heads merged back to (B, T, D))
+// GPT-2's causal multi-head self-attention, with a kv cache. x: (B, T, D) ->
+//   (B, T, D), with H heads of head_dim.
 // use_cache false: x is a whole sequence (positions 0..T-1); the cache is
 //   neither read nor changed.
-// use_cache true: x continues the cached sequence (positions P..P+T-1, P the
-//   cached tokens); its keys and values are appended to k_cache and v_cache,
-//   (B, H, P + T, head_dim) each afterwards, and its queries attend over them.
+// use_cache true: x holds the next T tokens of the cached sequence, which the
+//   cache then holds too: k_cache and v_cache are (B, H, P, head_dim) each
+//   after P cached tokens.
 struct GPTAttentionImpl : torch::nn::Module {
   GPTAttentionImpl(int64_t dim, int64_t num_heads);
   torch::Tensor forward(const torch::Tensor& x, bool use_cache);
@@ -36,10 +34,10 @@ struct GPTAttentionImpl : torch::nn::Module {
 };
 TORCH_MODULE(GPTAttention);
 
-// A pre-LN block (GPT-2):
-//   x = x + attn(ln1(x), use_cache)
-//   x = x + fc2(GELU(fc1(ln2(x))))      fc1: D -> 4D, fc2: 4D -> D, exact GELU (erf)
+// A GPT-2 block: attn with its LayerNorm ln1, and the MLP fc2(GELU(fc1(.)))
+// with its LayerNorm ln2; fc1: D -> 4D, fc2: 4D -> D, exact GELU (erf).
 // ln1, ln2: LayerNorm over D (eps 1e-5, with weight and bias). No dropout.
+// use_cache is passed on to attn.
 struct GPTBlockImpl : torch::nn::Module {
   GPTBlockImpl(int64_t dim, int64_t num_heads);
   torch::Tensor forward(const torch::Tensor& x, bool use_cache);
@@ -50,15 +48,13 @@ struct GPTBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(GPTBlock);
 
-// The model. tokens: (B, T) int64 ids in [0, V).
-//   h = tok_emb(tokens) + pos_emb(positions)      learned positions
-//   h = blocks[0..num_layers-1](h)
-//   logits = ln_f(h) tok_emb.weight^T             the output projection is TIED
-//                                                 to the token embedding: (B, T, V)
+// The model, GPT-2's architecture with these modules. tokens: (B, T) int64 ids
+// in [0, V) -> logits (B, T, V), the next token's at every position.
 // Registered under exactly these names, and nothing else with parameters:
-// tok_emb (V x D), pos_emb (max_len x D), blocks (a ModuleList of num_layers
-// GPTBlocks), ln_f (LayerNorm over D). The constructor refuses a dim that
-// num_heads does not divide.
+// tok_emb (V x D, the token table), pos_emb (max_len x D, the learned
+// positions), blocks (a ModuleList of num_layers GPTBlocks), ln_f (LayerNorm
+// over D, GPT-2's final one). The constructor refuses a dim that num_heads
+// does not divide.
 struct MiniGPTImpl : torch::nn::Module {
   MiniGPTImpl(int64_t vocab_size, int64_t max_len, int64_t dim, int64_t num_heads, int64_t num_layers);
 
@@ -66,30 +62,30 @@ struct MiniGPTImpl : torch::nn::Module {
   // The cache is neither read nor changed.
   torch::Tensor forward(const torch::Tensor& tokens);
 
-  // The next T tokens of the cached sequence, at positions P..P+T-1 (P the
-  // tokens already cached; P + T <= max_len): their logits (B, T, V). Feeding
-  // a sequence in any split of calls gives forward's logits.
+  // The next T tokens of the cached sequence (P + T <= max_len, P the tokens
+  // already cached): their logits (B, T, V). Feeding a sequence in any split
+  // of calls gives forward's logits, and no call redoes an earlier one's work.
   torch::Tensor forward_cached(const torch::Tensor& tokens);
   void reset_cache();  // forgets the cached sequence in every block
 
   // prompt: (B, P) int64, 1 <= P <= max_len. Returns (B, P + n): the prompt
-  // followed by n = min(max_new_tokens, max_len - P) new tokens (it stops at
-  // max_len). Starts with reset_cache(), feeds the prompt once through
-  // forward_cached, then each new token alone whose logits are still needed
-  // (the cache is what makes a new token cheap). Each step chooses the next token of every row from the
-  // last position's logits (B, V):
-  //   temperature == 0: greedy, the index of the largest logit (torch::argmax);
-  //   otherwise: probs = next_token_probs(logits, temperature, top_k, top_p),
-  //     moved to the CPU in float64, and the inverse-CDF draw: one uniform
-  //     number per row, from ONE call per step,
-  //       u = torch::rand({B, 1}, generator, torch::kFloat64)
-  //     and the token is the first index whose running sum of probs exceeds u,
-  //       (probs.cumsum(-1) <= u).sum(-1), at most V - 1,
-  //     with one generator per generate call, made at its start by
-  //       at::make_generator<at::CPUGeneratorImpl>(seed)
-  //     (#include <ATen/CPUGeneratorImpl.h>), so a seed gives one answer on
-  //     every machine and LibTorch version (torch::multinomial's draw differs
-  //     between versions, so it is not used here).
+  // followed by n new tokens, max_new_tokens of them unless the sequence would
+  // grow past max_len, where generation stops (without an error). It does not
+  // run the whole sequence again for every new token. Each new token of a row
+  // is chosen from the last position's logits (B, V):
+  //   temperature == 0: the greedy token, with no random draw;
+  //   otherwise: drawn from next_token_probs(logits, temperature, top_k,
+  //     top_p), by this draw, so that a seed gives one answer on every machine
+  //     and LibTorch version:
+  //     the random numbers of a call come from a CPU generator made from the
+  //       seed, at::make_generator<at::CPUGeneratorImpl>(seed)
+  //       (#include <ATen/CPUGeneratorImpl.h>);
+  //     each sampling step makes exactly one draw for the whole batch,
+  //       u = torch::rand({B, 1}, generator, torch::kFloat64);
+  //     the token of a row is the inverse-CDF pick on its probabilities, taken
+  //       to the CPU in float64: the first index whose cumulative probability
+  //       exceeds u, at most V - 1 (torch::multinomial's draw differs between
+  //       LibTorch versions, so it is not used here).
   torch::Tensor generate(const torch::Tensor& prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
                          double top_p, uint64_t seed);
 
@@ -102,15 +98,14 @@ TORCH_MODULE(MiniGPT);
 
 // The distribution the next token is drawn from: logits (B, V) -> probs (B, V),
 // each row summing to 1, in the logits' dtype and device.
-//   temperature == 0: greedy, 1 at the index of the largest logit (the first
-//     of equal ones, as torch::argmax), 0 elsewhere; top_k and top_p unused.
-//   otherwise, in this order:
-//   1. scaled = logits / temperature;
-//   2. top_k > 0: keep the top_k largest scaled logits of each row (every logit
-//      >= the k-th largest), the others become -inf; top_k == 0 or >= V keeps all;
-//   3. top_p < 1: over the distribution left by 1 and 2 (softmax), sorted from
-//      the most probable down, keep the smallest prefix whose probabilities sum
-//      to at least top_p (the token that crosses top_p is kept; the most
-//      probable token always is), the others become -inf; top_p >= 1 keeps all;
-//   4. probs = softmax of what is left.
+//   temperature == 0: greedy decoding; each row puts probability 1 on the
+//     chosen token (of equal logits, the lowest index) and 0 elsewhere; top_k
+//     and top_p unused.
+//   temperature > 0: the temperature and the two filters below, combined the
+//     standard way (as Hugging Face transformers' sampling combines them):
+//     top-k, on when 0 < top_k < V (top_k == 0 or >= V keeps every token):
+//       keeps the top_k most likely tokens, and any token whose logit equals
+//       that of the last one kept;
+//     top-p (nucleus), on when top_p < 1 (top_p >= 1 keeps every token).
+//     Filtered tokens get probability 0.
 torch::Tensor next_token_probs(const torch::Tensor& logits, double temperature, int64_t top_k, double top_p);

@@ -7,24 +7,18 @@
 #include <cstdint>
 #include <tuple>
 
-// Rotary position embeddings (RoPE, Su et al. 2021) in the "rotate-half"
-// convention of GPT-NeoX and LLaMA: channel i of the head dimension d (even)
-// is paired with channel i + d/2 (NOT with its neighbour i + 1, the paper's
-// interleaved layout), and each pair is turned by the angle p * theta_i, where
-// p is the token's position:
+// Rotary position embeddings (RoPE, Su et al. 2021) in the convention of
+// GPT-NeoX (the one Hugging Face's LLaMA code uses), with the standard base
+// of 10000.
 //
-//   theta_i = 10000^(-2i / d)                       i = 0 .. d/2 - 1
-//   out[i]       = x[i]       * cos(p theta_i) - x[i + d/2] * sin(p theta_i)
-//   out[i + d/2] = x[i + d/2] * cos(p theta_i) + x[i]       * sin(p theta_i)
-//
-// x: (B, H, N, d), already split into heads. Token n of x sits at position
-// offset + n (offset > 0 when decoding after a prefix). Returns a tensor of
-// x's shape, dtype and device.
+// x: (B, H, N, d), already split into heads, d even. offset is the position
+// of x's first token; the tokens of x sit at consecutive positions. Returns a
+// tensor of x's shape, dtype and device.
 torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset);
 
-// Attention with rotary positions: RoPE on query (positions query_offset + i)
-// and on key (positions key_offset + j), never on value; then
-// softmax(q_rot k_rot^T / sqrt(d)) over the keys, times value.
+// Scaled dot-product attention with rotary position embeddings. query_offset
+// is the position of the first query token, key_offset that of the first key
+// (and value) token; they may differ, as when new tokens attend to a cache.
 //
 //   query: (B, H, Nq, d)    key: (B, H, Nk, d)    value: (B, H, Nk, d_v)
 //

@@ -2,15 +2,17 @@
 // your softmax.cu with nvcc against this header and calls these launchers.
 //
 // Each launcher computes, for every row r < rows of a row-major, contiguous
-// (rows, cols) matrix on the GPU,
+// (rows, cols) matrix on the GPU, the softmax of the row:
 //
-//   out[r][c] = exp(in[r][c] - max_k in[r][k]) / sum_j exp(in[r][j] - max_k in[r][k])
+//   out[r][c] = exp(in[r][c]) / sum_j exp(in[r][j])
 //
+// correct to the rounding of the element type, for every allowed input.
 // `in` and `out` are device pointers to rows * cols elements (distinct
-// buffers); rows >= 1, cols >= 1, rows * cols < 2^31. Launch your kernel(s) on
-// `stream` and return without synchronising: the grader checks
-// cudaGetLastError() and synchronises after the call. A non-contiguous tensor
-// never reaches you: the grader passes a contiguous copy.
+// buffers); rows >= 1, cols >= 1, rows * cols < 2^31. Entries are finite or
+// -inf, and a row is never all -inf. Launch your kernel(s) on `stream` and
+// return without synchronising: the grader checks cudaGetLastError() and
+// synchronises after the call. A non-contiguous tensor never reaches you: the
+// grader passes a contiguous copy.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 #include "checks/verify.h"
+#include "exercise/questions.h"
 
 #include <ATen/ATen.h>
 #include <yaml-cpp/yaml.h>
@@ -81,7 +82,7 @@ Problems has_parts(const fs::path& root, const std::string& id) {
     if (!fs::exists(path)) problems.push_back(what + " missing: " + fs::relative(path, root).string());
   };
   need(exercise.dir / "README.md", "statement");
-  need(exercise.dir / "questions.yaml", "follow-up questions");
+  need(exercise.dir / kQuestionsFile, "follow-up questions");
   need(root / "grader" / "checks" / id / "checks.cpp", "check code");
   need(root / "grader" / "checks" / id / "driver.cpp", "driver");
   for (const auto& file : exercise.learner_files) {

@@ -1,4 +1,5 @@
 #include "cli/new_exercise.h"
+#include "exercise/questions.h"
 
 #include <algorithm>
 #include <fstream>
@@ -64,6 +65,10 @@ std::vector<fs::path> new_exercise(const fs::path& root, const std::string& id) 
       const auto filename = replaced(file.filename().string(), values);
       std::vector<fs::path> targets = {to.front() / filename};
       if (from == "exercise" && filename == name + ".cpp") targets.push_back(to.front() / ".starter" / filename);
+      // The follow-up questions hold their answers: with the grader's data.
+      if (from == "exercise" && filename == fs::path(kQuestionsFile).filename().string()) {
+        targets = {to.front() / kQuestionsFile};
+      }
       for (const auto& target : targets) {
         fs::create_directories(target.parent_path());
         std::ofstream out(target, std::ios::binary);

@@ -53,6 +53,27 @@ std::optional<double> parse_number(const std::string& given) {
   return std::nullopt;
 }
 
+// A number as a learner types it: a literal, or an expression over numbers
+// (1/0.8, 5/4, 1/sqrt(64), 2^-3): the grader evaluates it.
+std::optional<double> number_typed(const std::string& given) {
+  if (auto value = parse_number(given)) return value;
+  if (given.empty()) return std::nullopt;
+  try {
+    const double value = kit::evaluate(given, {});
+    if (std::isfinite(value)) return value;
+  } catch (const ConfigError&) {
+  }
+  return std::nullopt;
+}
+
+// How far a typed answer may be from the right one: a whole number exactly
+// (up to the rounding of an expression that gives it), others to the two or
+// three digits a person types (half a percent). The prompt says so.
+double number_tolerance(double number) {
+  if (number == std::round(number)) return 1e-9 * std::max(1.0, std::abs(number));
+  return std::max(0.005, 0.005 * std::abs(number));
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text = "(";
   for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
@@ -163,7 +184,9 @@ std::string Question::prompt() const {
       text += "Your answer (a letter): ";
       break;
     case Kind::number:
-      text += "Your answer (a number): ";
+      text += number == std::round(number)
+                  ? "Your answer (a whole number, or an expression such as 64/8): "
+                  : "Your answer (a number to 3 digits, or an expression such as 1/0.8 or 1/sqrt(8)): ";
       break;
     case Kind::shape:
       text += "Your answer (a shape, e.g. (2, 3, 4)): ";
@@ -184,11 +207,9 @@ bool Question::accepts(const std::string& typed) const {
       return given.size() == 1 && given[0] >= 'a' && static_cast<size_t>(given[0] - 'a') == answer;
     }
     case Kind::number: {
-      auto value = parse_number(given);
+      auto value = number_typed(given);
       if (!value) return false;
-      // Whole numbers exactly; others to the two or three digits a person types.
-      if (number == std::round(number)) return *value == number;
-      return std::abs(*value - number) <= std::max(0.005, 0.005 * std::abs(number));
+      return std::abs(*value - number) <= number_tolerance(number);
     }
     case Kind::shape: {
       auto value = parse_shape(given);
@@ -230,7 +251,7 @@ std::vector<Question> load_questions(const Exercise& exercise) {
   };
   std::vector<Question> bank;
   std::set<std::string> ids;
-  const auto file = exercise.dir / "questions.yaml";
+  const auto file = exercise.dir / kQuestionsFile;
   if (fs::exists(file)) {
     for (const auto& node : questions_of(file)) bank.push_back(parse_question(node, exercise, file, ids));
   }

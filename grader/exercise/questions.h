@@ -1,5 +1,6 @@
 // The follow-up questions of a mock interview (docs/learning.md: Mock interviews): an
-// exercise's questions.yaml, beside its exercise.yaml. Every question belongs
+// exercise's .grader/questions.yaml (kQuestionsFile: the grader's data, kept out of
+// the files a learner opens, since it holds the answers). Every question belongs
 // to a focus point and has exactly one checkable answer: a choice (a letter),
 // a number or a shape computed by the grader from an expression over named
 // dimensions, or the line of a short listing that is wrong. No free text.
@@ -15,6 +16,9 @@
 #include "report/report.h"
 
 namespace grader {
+
+// Where an exercise keeps its follow-up questions, relative to its folder.
+inline constexpr const char* kQuestionsFile = ".grader/questions.yaml";
 
 struct Question {
   enum class Kind { choice, number, shape, line };
@@ -37,7 +41,7 @@ struct Question {
   std::string right_answer() const;
 };
 
-// The questions of `exercise` (exercises/<id>/questions.yaml); empty when it
+// The questions of `exercise` (exercises/<id>/.grader/questions.yaml); empty when it
 // has none. Throws ConfigError naming the file and the question for anything
 // malformed: an unknown focus point, no or two kinds of answer, fewer than
 // three choices or two alike, an answer outside the choices or the listing.

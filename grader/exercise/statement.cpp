@@ -18,7 +18,7 @@ std::vector<StatementSection> statement_sections(const std::string& markdown) {
 }
 
 bool is_spoiler(const std::string& heading) {
-  for (const char* prefix : {"What the grader checks", "Follow-up questions"}) {
+  for (const char* prefix : {"The steps", "What the grader checks", "Follow-up questions"}) {
     if (heading.rfind(prefix, 0) == 0) return true;
   }
   return false;

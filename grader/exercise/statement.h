@@ -1,6 +1,7 @@
 // An exercise's statement (exercises/<id>/README.md) in two layers: the task
-// and the interface first; what the grader checks and the interviewer's
-// follow-ups (the pitfalls, near enough the answer) only when asked for.
+// and the interface first (the contract, no focus point's answer); the steps,
+// what the grader checks and the interviewer's follow-ups (the method and the
+// pitfalls, near enough the answer) only when asked for.
 #pragma once
 
 #include <string>
@@ -16,7 +17,8 @@ struct StatementSection {
 // The statement's sections, in order.
 std::vector<StatementSection> statement_sections(const std::string& markdown);
 
-// Whether a section gives away what is checked (shown by `grade show --checks`).
+// Whether a section gives away the method or what is checked ("The steps",
+// "What the grader checks", ...: shown by `grade show --checks`).
 bool is_spoiler(const std::string& heading);
 
 // The statement as `grade show` prints it: without its spoilers unless

@@ -140,8 +140,9 @@ bool feature_holds(const std::string& when, const CaseSpec& spec) {
 }
 
 double evaluate(const std::string& expression, const Dims& dims) {
-  // expression = term (('+' | '-') term)*; term = factor (('*' | '/') factor)*;
-  // factor = number | dimension | '(' expression ')'.
+  // expression = term (('+' | '-') term)*; term = power (('*' | '/') power)*;
+  // power = factor ('^' power)?; factor = ('-' | '+') factor | number |
+  // dimension | 'sqrt' '(' expression ')' | '(' expression ')'.
   size_t at = 0;
   auto fail = [&](const std::string& why) -> double {
     throw ConfigError("cannot evaluate '" + expression + "': " + why);
@@ -149,24 +150,46 @@ double evaluate(const std::string& expression, const Dims& dims) {
   auto skip = [&] {
     while (at < expression.size() && expression[at] == ' ') ++at;
   };
-  std::function<double()> sum;
-  auto factor = [&]() -> double {
+  auto is_word = [&](size_t i) {
+    return i < expression.size() &&
+           (std::isalnum(static_cast<unsigned char>(expression[i])) || expression[i] == '_' || expression[i] == '.');
+  };
+  std::function<double()> sum, power;
+  auto parenthesised = [&]() -> double {
+    ++at;  // '('
+    double value = sum();
     skip();
-    if (at < expression.size() && expression[at] == '(') {
-      ++at;
-      double value = sum();
-      skip();
-      if (at >= expression.size() || expression[at] != ')') return fail("a '(' without ')'");
-      ++at;
-      return value;
+    if (at >= expression.size() || expression[at] != ')') return fail("a '(' without ')'");
+    ++at;
+    return value;
+  };
+  std::function<double()> factor = [&]() -> double {
+    skip();
+    if (at < expression.size() && (expression[at] == '-' || expression[at] == '+')) {
+      const bool negative = expression[at++] == '-';
+      const double value = power();
+      return negative ? -value : value;
     }
+    if (at < expression.size() && expression[at] == '(') return parenthesised();
     const size_t start = at;
-    while (at < expression.size() &&
-           (std::isalnum(static_cast<unsigned char>(expression[at])) || expression[at] == '_' || expression[at] == '.'))
+    while (is_word(at)) ++at;
+    // A number's exponent: 1e-5, 2.5E+3.
+    if (at > start && std::isdigit(static_cast<unsigned char>(expression[start])) &&
+        (expression[at - 1] == 'e' || expression[at - 1] == 'E') && at + 1 < expression.size() &&
+        (expression[at] == '-' || expression[at] == '+') && std::isdigit(static_cast<unsigned char>(expression[at + 1]))) {
       ++at;
+      while (is_word(at)) ++at;
+    }
     const auto token = expression.substr(start, at - start);
     if (token.empty()) return fail("expected a number or a dimension at position " + std::to_string(start));
     if (dims.count(token)) return static_cast<double>(dims.at(token));
+    if (token == "sqrt") {
+      skip();
+      if (at >= expression.size() || expression[at] != '(') return fail("sqrt needs '(' after it");
+      const double value = parenthesised();
+      if (value < 0) return fail("the square root of a negative number");
+      return std::sqrt(value);
+    }
     try {
       size_t used = 0;
       double value = std::stod(token, &used);
@@ -175,11 +198,20 @@ double evaluate(const std::string& expression, const Dims& dims) {
     }
     return fail("'" + token + "' is neither a dimension nor a number");
   };
+  power = [&]() -> double {
+    const double base = factor();
+    skip();
+    if (at < expression.size() && expression[at] == '^') {
+      ++at;
+      return std::pow(base, power());
+    }
+    return base;
+  };
   auto product = [&]() -> double {
-    double value = factor();
+    double value = power();
     for (skip(); at < expression.size() && (expression[at] == '*' || expression[at] == '/'); skip()) {
       const char op = expression[at++];
-      const double operand = factor();
+      const double operand = power();
       value = op == '*' ? value * operand : value / operand;
     }
     return value;

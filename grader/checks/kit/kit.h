@@ -35,8 +35,9 @@ namespace grader::kit {
 using Dims = std::map<std::string, int64_t>;
 using Tensors = std::map<std::string, at::Tensor>;
 
-// Evaluates a dimension expression over dims: names and numbers with + - * /
-// and parentheses ("D/H", "4*D", "N*(N+1)/2"). Throws ConfigError for anything else.
+// Evaluates a dimension expression over dims: names and numbers (1e-5 too) with
+// + - * /, ^ (power), unary minus, sqrt(...) and parentheses ("D/H", "4*D",
+// "N*(N+1)/2", "1/sqrt(d_k)"). Throws ConfigError for anything else.
 double evaluate(const std::string& expression, const Dims& dims);
 int64_t evaluate_dim(const std::string& expression, const Dims& dims);
 
