@@ -12,6 +12,7 @@
 #include "cli/batch.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "base/command_clock.h"
 #include "base/errors.h"
 #include "report/formats.h"
 #include "judge/process.h"
@@ -22,6 +23,7 @@ namespace {
 
 int run(int argc, char** argv) {
   using namespace grader::cli;
+  grader::command_started();  // pinned now where the grade script did not give it
   std::signal(SIGPIPE, SIG_IGN);  // a child that closes its pipe early must not kill the grader
   prctl(PR_SET_DUMPABLE, 0);      // learner code must not read or trace the grader's memory
   grader::become_subreaper();     // what a child leaves behind is reaped here, not left as a zombie

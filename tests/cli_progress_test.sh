@@ -81,6 +81,12 @@ done
 grep -q "Your last grade missed: masking, scaling" <<<"$out" || fail "the hint does not say what was missed: $out"
 out=$("${grade[@]}" hint exercise_mha --focus softmax) && grep -q "Hint 1 of 3 on 'softmax'" <<<"$out" ||
   fail "hint --focus softmax: $out"
+# Every hint on a point seen: the last again, said so, with where hints are left (issue 50).
+for _ in 1 2 3; do "${grade[@]}" hint exercise_mha --focus softmax >/dev/null; done
+out=$("${grade[@]}" hint exercise_mha --focus softmax)
+grep -q "You have seen every hint on 'softmax'; here is the last one again" <<<"$out" &&
+  grep -q "Focus points with hints you have not seen: projections, head_split" <<<"$out" ||
+  fail "a hint shown again was not said to be a repeat: $out"
 "${grade[@]}" hint exercise_mha --focus nonsense >/dev/null 2>&1
 (($? == 2)) || fail "hint --focus with an unknown focus point is not a usage error"
 # Passed once: the solution opens without --reveal.

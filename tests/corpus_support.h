@@ -126,9 +126,12 @@ inline std::set<std::string> focus_points_with(const nlohmann::json& report, con
 // The focus points with a check that was skipped, or passed without some of
 // its cases, here: never met.
 inline std::set<std::string> points_not_shown_here(const nlohmann::json& report) {
+  // A point shown on every case this machine can run may be met (issue 50):
+  // a check passed without the cases this LibTorch cannot run, or the GPU's
+  // confirmation of a CPU check skipped without a GPU, leaves it shown.
   std::set<std::string> ids;
   for (const auto& check : report["checks"]) {
-    if (check.value("status", "") == "skipped" || check.value("partly_assessed", false))
+    if (check.value("status", "") == "skipped" && !check.value("gpu_confirmation", false))
       ids.insert(check.value("focus_point", ""));
   }
   return ids;

@@ -314,8 +314,8 @@ TEST_P(Corpus, GradesAsLabelled) {
   const auto results_dir = kBuild / "corpus_results" / entry.exercise;
   fs::create_directories(results_dir);
   const auto not_here = points_not_shown_here(graded.report);
-  // A focus point shown as met although a check of it was skipped, or ran
-  // without some of its cases, here (never allowed; counted for the script).
+  // A focus point shown as met although a check of it was skipped here (never
+  // allowed, but for the GPU's confirmation of a CPU check; counted for the script).
   {
     size_t shown_met = 0;
     for (const auto& focus : graded.report["focus_points"]) {
@@ -452,6 +452,30 @@ TEST_P(Corpus, GradesAsLabelled) {
       said |= check.value("status", "") == "failed" && check.value("message", "").find(words) != std::string::npos;
     }
     EXPECT_TRUE(said) << "a failed check must say \"" << words << "\"\n" << describe(graded);
+  }
+  // "score": the score the report must give (a file whose every valid case
+  // throws earns nothing, whatever it does on a case that must be refused);
+  // with it, no check may show as passed unless its result says so by score.
+  if (expect["score"]) {
+    const auto want = expect["score"].as<double>();
+    EXPECT_EQ(graded.report.value("score", -1.0), want) << describe(graded);
+    if (want == 0) {
+      for (const auto& check : graded.report["checks"]) {
+        EXPECT_NE(check.value("status", ""), "passed")
+            << "check " << check.value("id", "") << " passed on a file that earns nothing\n" << describe(graded);
+      }
+    }
+  }
+  // "raised_at": where the learner's code raised the error it threw, as the
+  // evidence of some failed check must say it ("mhsa.cpp:23 in ...").
+  if (expect["raised_at"]) {
+    const auto want = "raised at " + expect["raised_at"].as<std::string>();
+    bool said = false;
+    for (const auto& check : graded.report["checks"]) {
+      for (const auto& line : check.value("evidence", nlohmann::json::array()))
+        said |= line.get<std::string>().rfind(want, 0) == 0;
+    }
+    EXPECT_TRUE(said) << "no failed check says \"" << want << "\"\n" << describe(graded);
   }
   // "report_lacks": strings the JSON report must not hold anywhere (what the
   // sandbox hides, had it leaked into an error or an output).

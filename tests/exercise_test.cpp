@@ -8,6 +8,7 @@
 #include <regex>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -124,14 +125,23 @@ TEST(Exercises, BlankStarterDropsTheCommentsAfterTheHeading) {
   }
 }
 
+// Calls `each(exercise, name, guided)` for every learner file of every
+// exercise, with its guided starter's text.
+void for_each_starter(const std::function<void(const Exercise&, const std::string&, const std::string&)>& each) {
+  for (const auto& id : list_exercises(project_root() / "exercises")) {
+    const auto exercise = load_exercise(project_root() / "exercises" / id);
+    for (const auto& name : exercise.learner_files) {
+      std::ifstream in(exercise.dir / ".starter" / name, std::ios::binary);
+      each(exercise, name, std::string((std::istreambuf_iterator<char>(in)), {}));
+    }
+  }
+}
+
 // Every exercise's blank starter: its code lines all kept, no comment left in
 // a body, and graded untouched it is a starter ("not started"), as the guided one is.
 TEST(Exercises, EveryBlankStarterKeepsTheCodeAndCountsAsAStarter) {
-  for (const auto& id : list_exercises(project_root() / "exercises")) {
-    auto exercise = load_exercise(project_root() / "exercises" / id);
-    for (const auto& name : exercise.learner_files) {
-      std::ifstream in(exercise.dir / ".starter" / name, std::ios::binary);
-      const std::string guided((std::istreambuf_iterator<char>(in)), {});
+  for_each_starter([](const Exercise& exercise, const std::string& name, const std::string& guided) {
+      const auto& id = exercise.id;
       const auto blank = blank_starter(guided);
       EXPECT_LT(blank.size(), guided.size()) << id << ": the guided starter has no steps to drop";
       auto code_lines = [](const std::string& text) {
@@ -146,8 +156,26 @@ TEST(Exercises, EveryBlankStarterKeepsTheCodeAndCountsAsAStarter) {
       EXPECT_EQ(code_lines(blank), code_lines(guided)) << id;
       EXPECT_TRUE(is_starter(exercise, name, blank)) << id;
       EXPECT_TRUE(is_starter(exercise, name, guided)) << id;
-    }
-  }
+  });
+}
+
+// An interview's copy of every starter names itself and the command that
+// grades it, never the learner's own file; it still counts as a starter
+// there (and only there); kept, it names the learner's file again (issue 50).
+TEST(Exercises, InterviewCopiesNameThemselves) {
+  for_each_starter([](const Exercise& exercise, const std::string& name, const std::string& guided) {
+      const auto& id = exercise.id;
+      const auto blank = blank_starter(guided);
+      const auto attempt = fs::path("/home/learner/.learner/interviews") / (id + "-2026-11-29-101500") / name;
+      const auto copy = interview_starter(exercise, blank, attempt);
+      EXPECT_NE(copy.find("./grade " + id + " --submission " + attempt.string()), std::string::npos) << id;
+      EXPECT_EQ(copy.find("exercises/" + id + "/" + name), std::string::npos) << id << ":\n" << copy;
+      EXPECT_EQ(copy.find("Read README.md in this folder"), std::string::npos) << id;
+      EXPECT_TRUE(is_starter(exercise, name, copy, attempt)) << id;
+      EXPECT_FALSE(is_starter(exercise, name, copy)) << id;
+      EXPECT_FALSE(is_starter(exercise, name, copy, attempt.parent_path() / "other" / name)) << id;
+      EXPECT_EQ(own_from_interview(exercise, copy, attempt), blank) << id;
+  });
 }
 
 class BrokenExercise : public ::testing::Test {

@@ -116,11 +116,18 @@ wait_for "Type 'submit'" || fail "the interview from a blank page did not start"
 attempt=$(screen | sed -n 's/^Your file for this interview: //p' | head -1)
 [[ -f $attempt ]] || fail "no file for the interview: '$attempt'"
 # The blank starter: the starter's code, none of its steps.
-code_of() { grep -v '^[[:space:]]*//' "$1"; }
+# (Its "not implemented yet" messages name the file they are in: the
+# interview's copy, the learner's own once kept.)
+code_of() { grep -v '^[[:space:]]*//' "$1" | sed 's/ (edit [^)]*)//'; }
 diff <(code_of "$attempt") <(code_of "$root/exercises/exercise_sdpa/.starter/sdpa.cpp") >/dev/null ||
   fail "the interview's file is not the starter's code"
 grep -q '^[[:space:]]*// [0-9]\.' "$attempt" && fail "the interview's file shows the steps: $(cat "$attempt")"
+# It names itself and how it is graded, not the learner's own file (issue 50).
+grep -qF -- "--submission $attempt" "$attempt" || fail "the interview's file does not say how it is graded: $(head -5 "$attempt")"
+grep -q "exercises/exercise_sdpa/sdpa.cpp\|Read README.md in this folder" "$attempt" &&
+  fail "the interview's file points at the learner's own file: $(grep -n "exercises/\|README" "$attempt")"
 screen | grep -q "## What the grader checks" && fail "the interview showed what the grader checks"
+screen | grep -q "## The steps" && fail "the interview showed the steps"
 screen | grep -q "## The task" || fail "the interview did not show the task"
 cp "$root/solutions/exercise_sdpa/sdpa.cpp" "$attempt"  # what the learner writes in the interview
 tmux send-keys -t "$session" "submit" Enter
@@ -142,6 +149,8 @@ out=$("${grade[@]}" interview exercise_sdpa --minutes 5 --answers "$work/keep")
 grep -q "Your attempt is now" <<<"$out" || fail "keeping the attempt was not done: $out"
 diff <(code_of "$own") <(code_of "$root/exercises/exercise_sdpa/.starter/sdpa.cpp") >/dev/null &&
   ! grep -q '^[[:space:]]*// [0-9]\.' "$own" || fail "the kept attempt (the blank starter) is not the learner's file"
+grep -q "interview's copy" "$own" && fail "the kept attempt still calls itself the interview's copy"
+grep -q "Read README.md in this folder" "$own" || fail "the kept attempt lost the starter's opening line"
 backup=$(ls "$work/blank/backups/exercise_sdpa/"sdpa.cpp.* 2>/dev/null | head -1)
 [[ -n $backup ]] && cmp -s "$backup" "$work/own-before.cpp" || fail "the learner's file was not saved before it was replaced"
 echo "interview: terminal flow, deadline, record, report, suggestion, blank page and keeping an attempt as expected"

@@ -263,7 +263,7 @@ TEST(VerdictOfJudged, OneRulePerRowFirstMatchWins) {
   const Row rows[] = {
       {"all passed", {{"a", S::passed}, {"b", S::passed}}, {"", ""}, Verdict::passed, "Every check passed.", true},
       {"passed but for the GPU", {{"a", S::passed}, {"b", S::skipped, true}}, {""}, Verdict::passed,
-       "1 GPU check(s) not run and left out of the score: not GPU-verified (no GPU here)", false},
+       "1 GPU check(s) not run here and left out of the score.", false},
       {"nothing shown for want of a GPU", {{"a", S::skipped, true}}, {""}, Verdict::not_assessed,
        "1 check(s) need a GPU to run your code (no GPU here)", false},
       {"a focus point missed", {{"a", S::failed}, {"b", S::passed}}, {"", ""}, Verdict::failed,
@@ -293,6 +293,8 @@ TEST(VerdictOfJudged, OneRulePerRowFirstMatchWins) {
     EXPECT_EQ(got.verdict, row.verdict);
     EXPECT_NE(got.summary.find(row.says), std::string::npos) << got.summary;
     EXPECT_EQ(got.full_pass, row.full_pass);
+    // The one error every case stopped with makes the report the compact one.
+    EXPECT_EQ(got.one_error, std::string(row.says).rfind("Every case stopped", 0) == 0);
   }
 }
 

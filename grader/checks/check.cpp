@@ -95,6 +95,7 @@ CheckResult ResultBuilder::threw(const std::string& check, const CaseRun& run) c
   // The error in the message, the case in the evidence: one error met by
   // several checks on several cases reads as one message (the report says it once).
   auto result = fail(check, "your code threw an error: " + first_line(run.error()), {"input: " + run.describe()});
+  if (!run.thrown_at.empty()) result.evidence.push_back("raised at " + run.thrown_at);
   result.threw = true;
   return result;
 }
@@ -211,7 +212,7 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
   std::set<std::string> found;
   bool tampered = false, any_completed = false, unrecorded = false;
   for (const auto& [id, run] : input.cases) {
-    any_completed |= !run.threw();
+    any_completed |= !run.threw() && !run.must_refuse();  // credit only from a case that must succeed
     const auto trace = run.trace();
     // An answer with no operation recorded at all: either no work was done
     // (returning an input, say: the numerics checks fail it) or the recording
@@ -248,7 +249,7 @@ CheckResult check_no_builtins(const ResultBuilder& results, const JudgeInput& in
                                 "operations (matmul, softmax, masked_fill, ...)",
                         evidence);
   }
-  if (!any_completed) return results.skip(kNoBuiltinsCheck, "not assessed: none of your code ran to completion");
+  if (!any_completed) return results.skip(kNoBuiltinsCheck, "not assessed: none of your code ran to completion on a case the statement says must succeed");
   if (unrecorded) {
     return results.skip(kNoBuiltinsCheck,
                         "not assessed: no LibTorch operation of your code was recorded, so the grader cannot tell "

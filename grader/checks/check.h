@@ -54,6 +54,11 @@ struct CheckResult {
   // Only a GPU can assess it, and the grade ran without one: skipped, it does
   // not block a pass, and it is outside the score (verdict.h).
   bool needs_gpu = false;
+  // The GPU run that confirms what a CPU check of the same point already
+  // shows (gpu_execution beside device_placement's operator trace): skipped
+  // without a GPU, it leaves its point to that check. Other GPU checks (a
+  // kernel's) are the only evidence of theirs.
+  bool gpu_confirmation = false;
   bool informational = false;    // a measurement outside the score that decides nothing (exercise.yaml)
   std::string visibility;        // Gradescope's for its test (exercise.yaml); empty: the grade's
   bool partly_assessed = false;  // passed, but some of its cases could not run here: its focus point is not met
@@ -63,16 +68,25 @@ struct CheckResult {
 };
 
 // One case as planned by the parent and answered by the child.
+// The request key marking a case the statement says must be refused.
+inline constexpr const char* kMustRefuse = "expect";
+
 struct CaseRun {
   wire::Record request;                // the planned case
   wire::Record response;               // what the driver wrote (wire::CaseReply::outputs)
   std::optional<std::string> thrown;   // what the learner's code threw
   std::optional<wire::Trace> recorded;  // what the runner recorded of the call (wire/trace.h)
+  // Where the learner's code raised what it threw: "mhsa.cpp:23 in forward"
+  // (judge/error_place.h); empty where unknown.
+  std::string thrown_at;
 
   // Whether the operator aten::`op` ran in the call (at any depth of the learner's code).
   bool ran(const std::string& op) const { return recorded && recorded->op_counts.count("aten::" + op) > 0; }
 
   bool threw() const { return thrown.has_value(); }
+  // A case the statement says must be refused (an invalid configuration): it
+  // earns no check credit, whatever the code did there.
+  bool must_refuse() const { return request.string_or(kMustRefuse, "") == "error"; }
   std::string error() const { return thrown.value_or(""); }
   wire::Trace trace() const { return recorded.value_or(wire::Trace{}); }
   // The runner's probe after the call: LibTorch's operator recording still on.

@@ -32,7 +32,7 @@ void define_options(CLI::App& app, CommandLine& line, const std::string& usage) 
   app.add_flag("--manual", line.manual, "watch: grade again when you press Enter, not when the file is saved");
   app.add_flag("--reveal", line.reveal, "solution: show the model solution before you have passed");
   app.add_flag("--blank", line.blank, "reset: the blank starter (the interface without the steps), to practise from");
-  app.add_flag("--checks", line.show_checks, "show: also what the grader checks and the follow-up questions");
+  app.add_flag("--checks", line.show_checks, "show: also the steps, what the grader checks and the follow-up questions");
   app.add_flag("--resume", line.interviewing.resume,
                "interview: work on your own file as it is, not on a fresh copy of the starter");
   app.add_option("--minutes", line.interviewing.minutes, "interview: the time allowed for the code (default 45)")
@@ -40,6 +40,8 @@ void define_options(CLI::App& app, CommandLine& line, const std::string& usage) 
   app.add_option("--answers", line.answers,
                  "interview: read your input from this file (first 'submit' or 'wait', then one answer per line)");
   app.add_flag("--report", line.readiness, "interview: your readiness per focus point across interviews");
+  app.add_flag("--suggest", line.suggest,
+               "interview: print the exercise an interview would start with (its id, then why) and stop");
   app.add_option("--submission", line.submissions,
                  "a learner file to grade (default: the one in exercises/); repeat it, or give a folder, for a batch");
   app.add_option("--jobs", line.jobs, "grade a batch with this many grades in parallel")->check(CLI::Range(1, 64));

@@ -26,7 +26,7 @@ struct CommandLine {
   int jobs = 1;
   uint64_t seed = 0;
   std::vector<uint64_t> seeds;
-  bool reveal = false, manual = false, show_checks = false, blank = false, readiness = false;
+  bool reveal = false, manual = false, show_checks = false, blank = false, readiness = false, suggest = false;
   bool no_speed = false, no_cache = false;
   InterviewOptions interviewing;
   double time_limit = 0, case_limit = 0, memory_limit = 0, output_limit = 0;

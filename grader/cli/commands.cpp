@@ -10,6 +10,7 @@
 #include "checks/verify.h"
 #include "cli/batch.h"
 #include "cli/new_exercise.h"
+#include "base/command_clock.h"
 #include "base/errors.h"
 #include "exercise/exercise.h"
 #include "report/formats.h"
@@ -68,6 +69,14 @@ int watch_command(CommandLine& line) {
 
 int interview_command(CommandLine& line) {
   if (line.readiness) return interview_report(line.options.project_root, std::cout, line.format);
+  // What the grade script asks before it builds the one exercise an
+  // interview without a named exercise needs (reads only).
+  if (line.suggest) {
+    std::string notice, why;
+    const auto progress = load_progress(progress_file(line.options.project_root), &notice);
+    std::cout << suggest_exercise(line.options.project_root, progress, why) << "\t" << why << "\n";
+    return 0;
+  }
   ready_to_grade(line);
   auto& options = line.options;
   auto& interviewing = line.interviewing;
@@ -138,7 +147,7 @@ const std::vector<Command>& commands() {
       {"merge", "merge OUT... --gradebook DIR",
        "merge the results of every shard into gradebook.csv + one JSON per student", merge_command},
       {"list", "list", "the exercises in learning order, with your progress", list_command},
-      {"show", "show EXERCISE [--checks]", "the statement: the task and the interface (--checks: what is checked)",
+      {"show", "show EXERCISE [--checks]", "the statement: the task and the interface (--checks: the steps and what is checked)",
        show_command},
       {"hint", "hint EXERCISE", "a hint, more detailed each time; first on what your last grade missed",
        hint_command},
@@ -226,6 +235,7 @@ int grade_command(CommandLine& line) {
                     });
   auto report = grade(options);
   if (line.submissions.empty()) record_progress(progress_file(options.project_root), report);
+  report.command_seconds = seconds_since_command();  // what the learner waited, start-up included
   std::cout << render(report, line.format, use_color(line.color) && line.format == "text");
   for (const auto& [fmt_name, path] : files_out) write_report_file(path, render(report, fmt_name));
   return exit_code_for(report.verdict);

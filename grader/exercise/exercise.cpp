@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/errors.h"
+#include "base/text.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -440,6 +441,7 @@ std::set<std::string> parse_focus_points(const Reader& read, const YAML::Node& r
     }
     FocusPoint point{read.text(node, "id"), read.text(node, "title"), read.text(node, "explanation"),
                      read.texts(node, "hints", false)};
+    point.giveaways = read.texts(node, "giveaways", false);
     if (!points.insert(point.id).second) read.fail("focus point '" + point.id + "' is declared twice");
     exercise.focus_points.push_back(point);
   }
@@ -658,14 +660,61 @@ Exercise parse_exercise(const std::string& text, const fs::path& dir) {
   }
 }
 
-bool is_starter(const Exercise& exercise, const std::string& name, const std::string& text) {
+bool is_starter(const Exercise& exercise, const std::string& name, const std::string& text,
+                const std::optional<fs::path>& path) {
   if (std::find(exercise.learner_files.begin(), exercise.learner_files.end(), name) == exercise.learner_files.end())
     return false;
   std::ifstream in(exercise.dir / ".starter" / name, std::ios::binary);
   if (!in) return false;
   std::stringstream starter;
   starter << in.rdbuf();
-  return starter.str() == text || blank_starter(starter.str()) == text;
+  if (starter.str() == text) return true;
+  const auto blank = blank_starter(starter.str());
+  return blank == text || (path && interview_starter(exercise, blank, *path) == text);
+}
+
+namespace {
+
+// The texts an interview's copy of a starter changes: each as the starter has
+// it, and as the copy at `attempt` has it. `starter` gives the opening line.
+std::vector<std::pair<std::string, std::string>> interview_changes(const Exercise& exercise, const std::string& starter,
+                                                                   const fs::path& attempt) {
+  const auto name = attempt.filename().string();
+  // The file and its folder (exercise-date-time: plain characters, safe in a
+  // string literal); the whole path in a comment, unless it would end it.
+  const auto short_name = (attempt.parent_path().filename() / attempt.filename()).string();
+  auto whole = attempt.string();
+  if (whole.find_first_of("\n\r") != std::string::npos) whole = short_name;
+  std::vector<std::pair<std::string, std::string>> changes;
+  std::istringstream lines(starter);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("// Read README.md in this folder", 0) != 0) continue;
+    changes.emplace_back(line, "// This interview's copy of the starter (" + whole +
+                                   "):\n// write your answer here, then type 'submit' in the interview that opened "
+                                   "it.\n// Graded on its own:  ./grade " + exercise.id + " --submission " + whole);
+    break;
+  }
+  // Wherever the starter names the learner's own file ("edit exercises/<id>/<name>",
+  // its string split over lines or not): this copy instead.
+  changes.emplace_back("exercises/" + exercise.id + "/" + name, short_name);
+  return changes;
+}
+
+}  // namespace
+
+std::string interview_starter(const Exercise& exercise, const std::string& blank, const fs::path& attempt) {
+  auto text = blank;
+  for (const auto& [own, copy] : interview_changes(exercise, blank, attempt)) text = replace_all(text, own, copy);
+  return text;
+}
+
+std::string own_from_interview(const Exercise& exercise, const std::string& text, const fs::path& attempt) {
+  std::ifstream in(exercise.dir / ".starter" / attempt.filename(), std::ios::binary);
+  std::stringstream starter;
+  starter << in.rdbuf();
+  auto own = text;
+  for (const auto& [mine, copy] : interview_changes(exercise, starter.str(), attempt)) own = replace_all(own, copy, mine);
+  return own;
 }
 
 std::string blank_starter(const std::string& guided) {

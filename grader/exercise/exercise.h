@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@ struct FocusPoint {
   std::string title;
   std::string explanation;         // what an interviewer expects to hear: the last hint
   std::vector<std::string> hints;  // `grade hint`, least detail first (optional)
+  // Phrases that state this point's answer: none may appear in the statement's
+  // task and interface or in the interface header (tests/statement_test.cpp).
+  std::vector<std::string> giveaways;
   bool shared = false;             // defined once in exercises/shared.yaml (`- shared: <id>`)
 };
 
@@ -209,14 +213,23 @@ Exercise parse_exercise(const std::string& yaml_text, const std::filesystem::pat
 
 // Exercise ids under exercises_root (folders holding an exercise.yaml), sorted.
 // Whether `text` is the starter of the exercise's learner file `name`, byte for
-// byte (exercises/<id>/.starter/<name>, which `grade reset` restores).
-bool is_starter(const Exercise& exercise, const std::string& name, const std::string& text);
+// byte (exercises/<id>/.starter/<name>, which `grade reset` restores), its
+// blank form, or, where `path` is given, the interview's copy written there.
+bool is_starter(const Exercise& exercise, const std::string& name, const std::string& text,
+                const std::optional<std::filesystem::path>& path = std::nullopt);
 // The blank starter of a guided one: the same file without the comment lines
 // after its opening heading (the steps and pitfalls, inside the functions or
 // before them), for practice without the answer in view. The heading, the
 // includes, the signatures and every line of code stay as they are (a comment
 // at the end of a code line too).
 std::string blank_starter(const std::string& guided);
+// An interview's copy of a starter, to be written at `attempt`: the blank
+// starter whose opening line and "not implemented yet" messages name that
+// file and how it is graded, not the learner's own file in exercises/.
+std::string interview_starter(const Exercise& exercise, const std::string& blank, const std::filesystem::path& attempt);
+// The inverse, for an attempt kept as the learner's own file: what names the
+// interview's copy names the learner's file again (the rest as written).
+std::string own_from_interview(const Exercise& exercise, const std::string& text, const std::filesystem::path& attempt);
 
 std::vector<std::string> list_exercises(const std::filesystem::path& exercises_root);
 // Every exercise under exercises_root, loaded, in learning order (`order:`).

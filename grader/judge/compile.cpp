@@ -15,6 +15,7 @@
 
 #include "judge/compile_cache.h"
 #include "judge/compile_step.h"
+#include "base/command_clock.h"
 #include "base/errors.h"
 #include "judge/include_policy.h"
 #include "judge/symbol_rules.h"
@@ -222,6 +223,9 @@ bool look_up(Compilation& c, const fs::path& cache_dir, const std::string& isola
     return false;
   }
   if (fs::is_directory(cache.entry) && cached_copy(cache.entry, c.work_dir, kProducts)) {
+    // Stored during this command (by the compile that ran beside the
+    // grader's start): compiled now, not unchanged since an earlier grade.
+    if (!written_before_command((cache.entry / kProducts.front()).string())) c.result.cached = false;
     fs::last_write_time(cache.entry, fs::file_time_type::clock::now(), error);  // recently used
     cache.hit = true;
   } else {

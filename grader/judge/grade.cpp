@@ -19,6 +19,7 @@
 #include "judge/case_limit.h"
 #include "checks/check.h"
 #include "judge/compile.h"
+#include "judge/error_place.h"
 #include "judge/confinement.h"
 #include "judge/include_policy.h"
 #include "judge/compile_note.h"
@@ -573,7 +574,7 @@ struct GradeInProgress {
     report.exercise = exercise.id;
     report.title = exercise.title;
     report.submission = submission.path.string();
-    report.starter = is_starter(exercise, submission.path.filename().string(), submission.text);
+    report.starter = is_starter(exercise, submission.path.filename().string(), submission.text, submission.path);
     report.seed = options.seed ? *options.seed : default_seed(exercise.definition, submission.text);
     report.device = prepared.target.device;
     report.no_gpu = prepared.target.no_gpu;
@@ -739,9 +740,13 @@ struct GradeInProgress {
     input.forbidden_symbols = compiled.forbidden_symbols;
     input.seed = report.seed;
     input.outside_memory = outside_memory;
+    std::vector<std::optional<std::string>> frames;
+    for (size_t i = 0; i < requests.size(); ++i) frames.push_back(responses[i].error_frames);
+    const auto places = error_places(prepared.toolchain.addr2line, compiled.shared_object,
+                                     fs::path(exercise.learner_files.front()).filename().string(), frames);
     for (size_t i = 0; i < requests.size(); ++i) {
       input.cases[requests[i].string("case")] =
-          CaseRun{requests[i], responses[i].outputs, responses[i].error, responses[i].trace};
+          CaseRun{requests[i], responses[i].outputs, responses[i].error, responses[i].trace, places[i]};
     }
     report.checks = suite->judge(input);
     mark_score_scope(report.checks, exercise, prepared.target.on_gpu());
@@ -758,8 +763,17 @@ struct GradeInProgress {
     report.assess_focus_points(exercise.focus_points);
     std::vector<std::string> case_errors;
     for (const auto& [id, run] : input.cases) case_errors.push_back(run.error());
-    const auto decided = verdict_of_judged(report.checks, report.focus_points, case_errors, report.no_gpu);
+    auto decided = verdict_of_judged(report.checks, report.focus_points, case_errors, report.no_gpu);
+    // The one error every case stopped with, with where the learner's code raised it.
+    if (decided.one_error) {
+      for (const auto& [id, run] : input.cases) {
+        if (run.thrown_at.empty()) continue;
+        decided.summary += " (raised at " + run.thrown_at + ")";
+        break;
+      }
+    }
     auto verdict = finish(decided.verdict, decided.summary);
+    verdict.one_error = decided.one_error;
     if (speed_request && decided.full_pass) {
       verdict.speed = time_forward(runner_spec(prepared, options.sandbox, {*speed_request}), exercise, *speed_request);
       verdict.total_seconds = seconds_since(start);

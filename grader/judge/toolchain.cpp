@@ -22,6 +22,8 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.cxx = value;
     else if (key == "readelf")
       toolchain.readelf = value;
+    else if (key == "addr2line")
+      toolchain.addr2line = value;
     else if (key == "flags_file")
       toolchain.flags_file = value;
     else if (key == "include")

@@ -13,6 +13,7 @@ namespace grader {
 struct Toolchain {
   std::string cxx;                                       // the compiler for submissions
   std::string readelf;                                   // lists the symbols of the compiled submission
+  std::string addr2line;  // maps a learner frame to its file and line (judge/error_place.h); may be empty
   std::filesystem::path flags_file;                      // response file: language level, defines, includes, options
   std::vector<std::string> system_include_dirs;          // where LibTorch's headers may come from
   std::filesystem::path runner;                          // the child-process runner executable

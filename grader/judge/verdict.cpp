@@ -208,8 +208,7 @@ ChecksDecision verdict_of_judged(const std::vector<CheckResult>& checks,
   if (tally.verdict == Verdict::passed && tally.gpu_skipped == 0) return {Verdict::passed, "Every check passed.", true};
   if (tally.verdict == Verdict::passed) {
     return {Verdict::passed, "Every check that runs without a GPU passed; " + std::to_string(tally.gpu_skipped) +
-                                 " GPU check(s) not run and left out of the score: not GPU-verified (" + no_gpu +
-                                 ")."};
+                                 " GPU check(s) not run here and left out of the score."};
   }
   // An allocation refused (by the kernel or LibTorch's allocator) is running out of memory.
   for (const auto& error : case_errors) {
@@ -221,7 +220,8 @@ ChecksDecision verdict_of_judged(const std::vector<CheckResult>& checks,
   // One error everywhere (the untouched starter, say) is the thing to say.
   const std::set<std::string> errors(case_errors.begin(), case_errors.end());
   if (errors.size() == 1 && !errors.begin()->empty()) {
-    return {Verdict::failed, "Every case stopped with the same error from your code: " + first_line(*errors.begin())};
+    return {Verdict::failed, "Every case stopped with the same error from your code: " + first_line(*errors.begin()),
+            false, true};
   }
   const size_t missed = std::count_if(focus_points.begin(), focus_points.end(),
                                       [](const FocusPointResult& focus) { return focus.status == FocusStatus::missed; });

@@ -118,6 +118,7 @@ struct ChecksDecision {
   Verdict verdict = Verdict::failed;
   std::string summary;
   bool full_pass = false;  // passed with nothing left for want of a GPU: the speed run may follow
+  bool one_error = false;  // every case stopped with the same error: nothing else to report
 };
 
 // By the first of these that holds: a failed no_builtins check (forbidden);

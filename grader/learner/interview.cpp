@@ -86,9 +86,15 @@ std::string clock_text(double seconds) {
   return fmt::format("{}:{:02}", whole / 60, whole % 60);
 }
 
-// The statement as an interview shows it: without what the grader checks (statement.h).
+// The statement as an interview shows it: its title, the task and the
+// interface (statement.h), nothing of the steps or the checks.
 std::string statement_of(const Exercise& exercise) {
-  return statement_text(read_whole(exercise.dir / "README.md").value_or(""), exercise.id, false);
+  std::string shown;
+  for (const auto& section : statement_sections(read_whole(exercise.dir / "README.md").value_or(""))) {
+    if (section.heading.empty() || section.heading == "The task" || section.heading == "The interface")
+      shown += section.text;
+  }
+  return shown;
 }
 
 // A fresh copy of the exercise's starter for one interview, in
@@ -105,7 +111,8 @@ fs::path start_attempt(const fs::path& record_file, const Exercise& exercise) {
   std::error_code error;
   fs::create_directories(folder, error);
   if (error) throw UsageError("cannot make the interview's folder " + folder.string() + ": " + error.message());
-  write_report_file(folder / name, blank_starter(*text));  // the signatures, not the steps
+  // The signatures, not the steps; naming this file, not the learner's own.
+  write_report_file(folder / name, interview_starter(exercise, blank_starter(*text), folder / name));
   return folder / name;
 }
 
@@ -114,7 +121,7 @@ fs::path start_attempt(const fs::path& record_file, const Exercise& exercise) {
 void remove_if_untouched(const std::optional<fs::path>& attempt, const Exercise& exercise) {
   if (!attempt) return;
   const auto text = read_whole(*attempt);
-  if (!text || !is_starter(exercise, attempt->filename().string(), *text)) return;
+  if (!text || !is_starter(exercise, attempt->filename().string(), *text, *attempt)) return;
   std::error_code error;
   fs::remove_all(attempt->parent_path(), error);
 }
@@ -141,7 +148,7 @@ void offer_to_keep(const fs::path& attempt, const Exercise& exercise, const fs::
     out << "Your file is saved as " << save_backup(root, exercise, mine.filename().string(), *old_text).string()
         << "\n";
   }
-  write_report_file(mine, *text);
+  write_report_file(mine, own_from_interview(exercise, *text, attempt));
   out << "Your attempt is now " << mine.string() << ".\n";
 }
 

@@ -121,7 +121,24 @@ int hint(const fs::path& root, const std::vector<std::string>& paths, const std:
     }
   }
   const auto texts = levels(*chosen);
+  const auto before = mine.hints_seen.find(chosen->id);
+  const bool repeated = before != mine.hints_seen.end() && before->second >= static_cast<int>(texts.size());
   const int shown = take_hint(file, exercise.id, chosen->id, static_cast<int>(texts.size()));
+  if (repeated) {
+    // Said, not repeated silently: where else there is something new.
+    std::vector<std::string> left;
+    for (const auto& point : exercise.focus_points) {
+      auto seen = mine.hints_seen.find(point.id);
+      if (seen == mine.hints_seen.end() || seen->second < static_cast<int>(levels(point).size()))
+        left.push_back(point.id);
+    }
+    std::cout << fmt::format("You have seen every hint on '{}'; here is the last one again.", chosen->id);
+    if (!left.empty()) {
+      std::cout << fmt::format(" Focus points with hints you have not seen: {} (./grade hint {} --focus ID).",
+                               fmt::join(left, ", "), exercise.id);
+    }
+    std::cout << "\n\n";
+  }
   if (!mine.missed.empty() && focus.empty()) {
     std::cout << fmt::format("Your last grade missed: {}.\n\n", fmt::join(mine.missed, ", "));
   }

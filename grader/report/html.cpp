@@ -196,7 +196,7 @@ h1 { font-size: 1.5em; margin-bottom: 0.2em; }
 .verdict.passed { background: #1a7f37; }
 .verdict.other { background: #b42318; }
 .met { color: #1a7f37; } .missed { color: #b42318; } .not_assessed, .not_established { color: #9a6700; }
-.status { font-weight: bold; display: inline-block; min-width: 8em; }
+.status { font-weight: bold; display: inline-block; min-width: 8em; margin-right: 0.5em; }
 ul.focus { list-style: none; padding-left: 0; }
 ul.focus li { margin-bottom: 0.8em; }
 .explanation { margin: 0.3em 0 0.3em 8em; color: #333; }
@@ -261,14 +261,9 @@ std::string render_html(const GradeReport& report) {
   out += "<h1>" + escape(report.exercise + (report.title.empty() ? "" : " — " + report.title)) + "</h1>";
   out += "<p class=\"meta\">submission: " + escape(report.submission) +
          fmt::format("<br/>seed: {} (replay with --seed {})", report.seed, report.seed) + "</p>";
-  const size_t passed = std::count_if(report.checks.begin(), report.checks.end(),
-                                      [](const CheckResult& c) { return c.status == CheckStatus::passed; });
   out += fmt::format("<p><span class=\"verdict {}\">{}</span>", report.verdict == Verdict::passed ? "passed" : "other",
                      verdict_name(report.verdict));
-  if (!report.checks.empty()) {
-    out += fmt::format(" {} of {} checks passed, score {:g} of {:g}", passed, report.checks.size(), report.score(),
-                       report.max_score);
-  }
+  if (!report.checks.empty()) out += " " + escape(check_counts(report));
   out += "</p><p>" + escape(report.summary) + "</p>";
 
   if (!report.figures.empty()) {
@@ -283,7 +278,7 @@ std::string render_html(const GradeReport& report) {
       const auto status = focus_status_name(focus.status);
       out += "<li><span class=\"status " + status + "\">" +
              focus_status_label(focus.status) +
-             "</span>" + escape(focus.point.title) + " <span class=\"meta\">[" + escape(focus.point.id) + "]</span>";
+             "</span> " + escape(focus.point.title) + " <span class=\"meta\">[" + escape(focus.point.id) + "]</span>";
       if (focus.status == FocusStatus::missed) {
         out += "<div class=\"explanation\">" + escape(focus.point.explanation) + "</div>";
         for (size_t index : focus.failed) {

@@ -27,6 +27,7 @@ std::string render_json(const GradeReport& report) {
     item["evidence"] = check.evidence;
     if (!check.mistake.empty()) item["mistake"] = check.mistake;
     if (check.partly_assessed) item["partly_assessed"] = true;
+    if (check.gpu_confirmation) item["gpu_confirmation"] = true;
     if (!check.also_against.empty()) item["also_against"] = check.also_against;
     if (!check.also_mistakes.empty()) item["also_mistakes"] = check.also_mistakes;
     if (!check.blames_focus) item["blames_focus"] = false;
@@ -52,6 +53,7 @@ std::string render_json(const GradeReport& report) {
                     {"waited_for_cpu_seconds", report.runner_waited_seconds},
                     {"runner_forked", report.runner_forked},
                     {"total_seconds", report.total_seconds}};
+  if (report.command_seconds > 0) json["timing"]["command_seconds"] = report.command_seconds;
   if (!report.compile_note.empty()) json["timing"]["compile_note"] = report.compile_note;
   if (report.speed.ran || !report.speed.note.empty()) {
     const auto& speed = report.speed;

@@ -30,11 +30,13 @@ FocusStatus focus_status(const std::string& point, const std::vector<CheckResult
         }
         break;
       case CheckStatus::skipped:
-        unassessed = true;
+        // The GPU's confirmation of what a CPU check shows, on a machine
+        // without one, leaves the point to the checks that ran here.
+        unassessed |= !(check.needs_gpu && check.gpu_confirmation);
         break;
       case CheckStatus::passed:
+        // Shown on every case this machine can run (the check names the others).
         shown = true;
-        unassessed |= check.partly_assessed;
         break;
     }
   }

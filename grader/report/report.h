@@ -26,15 +26,17 @@ enum class Verdict {
 };
 
 // What a grade shows about a focus point (focus_status below decides):
-//  met              every check that counts against it or covers it passed,
-//                   on every case it has (none was left out on this machine);
+//  met              every check that counts against it or covers it passed on
+//                   every case this machine can run (the checks name the cases
+//                   it could not: a dtype this LibTorch lacks; the GPU run that
+//                   confirms a CPU check, without a GPU, is left out), and at
+//                   least one ran;
 //  missed           a failed check names it as the cause, with evidence;
 //  not_established  a check that covers it failed, for a cause not shown to be
 //                   this point (another point's mistake, an unexplained
 //                   difference, an error): it may be right, it was not shown;
-//  not_assessed     one of its checks, or one of their cases, could not run
-//                   here (no GPU, a dtype this LibTorch cannot run), or none
-//                   of its checks ran.
+//  not_assessed     one of its checks was skipped (a kernel's GPU checks
+//                   without a GPU included), or none of its checks ran here.
 enum class FocusStatus { met, missed, not_established, not_assessed };
 
 struct FocusPointResult {
@@ -48,6 +50,9 @@ struct GradeReport {
   std::string exercise;
   std::string title;
   std::string submission;
+  // Every case stopped with the same error (the summary says it): the text
+  // report is the compact one, the checks listed by name only.
+  bool one_error = false;
   bool starter = false;  // the submission is the exercise's starter, byte for byte (exercises/<id>/.starter/)
   uint64_t seed = 0;
   Verdict verdict = Verdict::grader_error;
@@ -67,6 +72,9 @@ struct GradeReport {
   double runner_waited_seconds = 0;
   bool runner_forked = false;  // the runner was forked from one that had loaded LibTorch (zygote.h)
   double total_seconds = 0;
+  // From the command's start to this report (the grade script and LibTorch's
+  // load included): set by a single grade from the command line; 0 otherwise.
+  double command_seconds = 0;
   double max_score = 0;  // what a full answer earns here: the weights of the checks in the score (verdict.h)
   std::vector<AttentionFigure> figures;  // drawn by the HTML report; computed only when asked for
   std::string device = "cpu";            // where the learner's code ran: cpu or cuda

@@ -1,6 +1,7 @@
 // The terminal's report: grouped by focus point, then the checks, in colour
 // where the terminal takes it.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -36,6 +37,25 @@ std::string indent(const std::string& raw, const std::string& prefix) {
 
 }  // namespace
 
+std::string check_counts(const GradeReport& report) {
+  // The score counts the checks that can run here (the others are listed
+  // with why they did not run).
+  size_t scored = 0, earned = 0;
+  for (const auto& check : report.checks) {
+    if (!report.scored(check)) continue;
+    ++scored;
+    earned += report.credits(check) ? 1 : 0;
+  }
+  if (scored == 0) {
+    const size_t passed = std::count_if(report.checks.begin(), report.checks.end(),
+                                        [](const auto& c) { return c.status == CheckStatus::passed; });
+    return fmt::format("{} of {} checks passed", passed, report.checks.size());
+  }
+  auto text = fmt::format("score {:g} of {:g}: {} of the {} scored checks passed", report.score(), report.max_score,
+                          earned, scored);
+  return text;
+}
+
 std::string render_text(const GradeReport& report, bool color) {
   Palette p{color};
   std::string out;
@@ -48,17 +68,12 @@ std::string render_text(const GradeReport& report, bool color) {
     out += p.bold("Compiler output") + "\n" + indent(report.compiler_output, "  ") + "\n";
   }
 
-  size_t passed = std::count_if(report.checks.begin(), report.checks.end(),
-                                [](const auto& c) { return c.status == CheckStatus::passed; });
   auto verdict = verdict_name(report.verdict);
   // The verdict and the one thing to do first, before the details.
   out += p.bold("Verdict: ") + (report.verdict == Verdict::passed         ? p.green(verdict)
                                 : report.verdict == Verdict::not_assessed ? p.yellow(verdict)
                                                                           : p.red(verdict));
-  if (!report.checks.empty()) {
-    out += fmt::format(" ({} of {} checks passed; score {:g} of {:g})", passed, report.checks.size(), report.score(),
-                       report.max_score);
-  }
+  if (!report.checks.empty()) out += " (" + check_counts(report) + ")";
   out += "\n" + printable(report.summary) + "\n";
   for (const auto& focus : report.focus_points) {
     if (focus.status != FocusStatus::missed || focus.failed.empty()) continue;
@@ -68,7 +83,15 @@ std::string render_text(const GradeReport& report, bool color) {
   }
   out += "\n";
 
-  if (!report.focus_points.empty() && !report.checks.empty()) {
+  if (report.one_error && !report.checks.empty()) {
+    // Nothing ran far enough to show anything: the error is the report.
+    std::string ids;
+    for (const auto& check : report.checks) ids += (ids.empty() ? "" : ", ") + check.id;
+    out += p.dim(fmt::format("Every check waits for your code to return results; none of the {} focus points is shown "
+                             "yet.\nChecks not run: {}",
+                             report.focus_points.size(), ids)) +
+           "\n\n";
+  } else if (!report.focus_points.empty() && !report.checks.empty()) {
     out += p.bold("Interview focus points") + "\n";
     // Each failed check is shown once, under the focus point it counts
     // against; a message already shown (one error everywhere, one mistake
@@ -115,6 +138,10 @@ std::string render_text(const GradeReport& report, bool color) {
         continue;
       }
       std::string mark = check.status == CheckStatus::passed ? p.green("  ✓ ") : p.yellow("  - ");
+      if (check.status == CheckStatus::skipped && !shown.insert(check.message).second) {
+        out += mark + check.id + p.dim(" [" + check.focus_point + "]: the same as above") + "\n";
+        continue;
+      }
       out += mark + check.id + p.dim(" [" + check.focus_point + "]") + ": " + printable(check.message) + "\n";
     }
     out += "\n";
@@ -130,12 +157,16 @@ std::string render_text(const GradeReport& report, bool color) {
   if (auto table = speed_text(report.speed); !table.empty()) out += table + "\n";
 
   if (!report.compile_note.empty()) out += report.compile_note + "\n";
-  out += p.dim(fmt::format("compile {:.1f} s{}, run {:.1f} s, total {:.1f} s", report.compile_seconds,
-                           report.compile_cached  ? " (unchanged, cached)"
+  // What the learner waited: from the command to this report where the
+  // command line says (start-up included), else the grade's own time.
+  const auto waited = report.command_seconds > 0
+                          ? fmt::format("{:.1f} s from your command to this report", report.command_seconds)
+                          : fmt::format("total {:.1f} s", report.total_seconds);
+  out += p.dim(fmt::format("compile {:.1f} s{}, run {:.1f} s; {}", report.compile_seconds,
+                           report.compile_cached  ? " (unchanged since an earlier grade: reused)"
                            : report.compile_ahead ? " (started before the save)"
                                                   : "",
-                           report.run_seconds,
-                           report.total_seconds)) +
+                           report.run_seconds, waited)) +
          "\n";
   // A busy machine stretches the run; the limits counted only the runner's own time.
   if (report.runner_waited_seconds >= 0.5) {
@@ -143,9 +174,14 @@ std::string render_text(const GradeReport& report, bool color) {
                              report.runner_waited_seconds)) +
            "\n";
   }
-  out += p.dim(report.device == "cuda" ? std::string("ran on the GPU (cuda): GPU-verified")
-                                       : "not GPU-verified: " + report.no_gpu) +
-         "\n";
+  // One line on the GPU, where checks ran (none after a compile error), and
+  // none where a check already said why.
+  const std::string gpu_line = report.device == "cuda" ? std::string("ran on the GPU (cuda): GPU-verified")
+                                                       : "not GPU-verified: " + report.no_gpu;
+  const bool said = std::any_of(report.checks.begin(), report.checks.end(), [&](const CheckResult& check) {
+    return check.message.find(gpu_line) != std::string::npos;
+  });
+  if (!report.checks.empty() && !said) out += p.dim(gpu_line) + "\n";
   return out;
 }
 

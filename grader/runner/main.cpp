@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sys/prctl.h>
@@ -35,6 +36,48 @@
 #include "wire/wire.h"
 
 namespace {
+
+// LibTorch's errors carry, instead of its own stack trace (1.13 symbolises
+// one for every error, a search through its ~290 libraries, tens of
+// milliseconds each), the frames of the call stack that lie in the learner's
+// object: at most four, innermost first, each "learner frame +OFFSET" with
+// OFFSET its place in the object's file less one (the call, not the return
+// address), in hex. The grader maps them to file and line with the object's
+// line tables (judge/error_place.h). Unwinding takes microseconds.
+uintptr_t g_learner_base = 0;  // where the submission was loaded; 0: not yet
+constexpr const char* kFramePrefix = "learner frame +";
+
+std::string learner_stack() {
+  if (g_learner_base == 0) return std::string();
+  void* frames[64];
+  const int depth = backtrace(frames, 64);
+  std::string out;
+  int found = 0;
+  for (int i = 0; i < depth && found < 4; ++i) {
+    Dl_info info{};
+    if (!dladdr(frames[i], &info) || reinterpret_cast<uintptr_t>(info.dli_fbase) != g_learner_base) continue;
+    const auto address = reinterpret_cast<uintptr_t>(frames[i]);
+    if (address <= g_learner_base) continue;
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%lx\n", kFramePrefix, static_cast<unsigned long>(address - g_learner_base - 1));
+    out += text;
+    ++found;
+  }
+  return out;
+}
+
+// The offsets of the learner frames an error's text carries (learner_stack),
+// one per line, for the wire (CaseReply::error_frames).
+std::string learner_frames(const std::string& what) {
+  std::string frames;
+  for (size_t at = what.find(kFramePrefix); at != std::string::npos; at = what.find(kFramePrefix, at + 1)) {
+    const auto begin = at + std::strlen(kFramePrefix);
+    const auto end = what.find_first_not_of("0123456789abcdef", begin);
+    if (end == begin) continue;
+    frames += what.substr(begin, (end == std::string::npos ? what.size() : end) - begin) + "\n";
+  }
+  return frames;
+}
 
 // Not dumpable: its /proc entries (descriptors, memory) belong to root, so
 // another grade's runner, the same user nobody, cannot open its pipes by
@@ -140,11 +183,14 @@ int grader::run_submission(const char* submission_file, const std::string& shown
   }
   close(3);
 
-  // LibTorch's errors carry no stack trace: LibTorch 1.13 symbolises one for
-  // every error it raises (a search through its ~290 libraries, tens of
-  // milliseconds), and the grade shows only the message. Code that checks its
-  // inputs raises one per refused case; a file that fails a check, one per call.
-  c10::SetStackTraceFetcher(std::function<std::string()>([] { return std::string(); }));
+  // LibTorch's errors carry the learner's frames only (learner_stack), not
+  // LibTorch's symbolised stack trace. backtrace() loads its unwinder on its
+  // first call: made here, before the system-call filter.
+  {
+    void* warm[2];
+    (void)backtrace(warm, 2);
+  }
+  c10::SetStackTraceFetcher(std::function<std::string()>(learner_stack));
 
   // One thread: reproducible results and a predictable process count.
   at::set_num_threads(1);
@@ -204,6 +250,11 @@ int grader::run_submission(const char* submission_file, const std::string& shown
   }
   if (object_fd >= 0) close(object_fd);
   auto run_case = reinterpret_cast<RunCase>(dlsym(submission, "grader_run_case"));
+  // Where the submission's own object lies (grader_run_case is the driver's,
+  // in another library): its frames are the ones an error names.
+  if (struct link_map* map = nullptr; dlinfo(submission, RTLD_DI_LINKMAP, &map) == 0 && map) {
+    g_learner_base = static_cast<uintptr_t>(map->l_addr);
+  }
   if (!run_case) {
     grader::wire::Reply failure;
     failure.load_error = "the submission does not export grader_run_case";
@@ -242,6 +293,9 @@ int grader::run_submission(const char* submission_file, const std::string& shown
       run_case(driver_request, response);
     } catch (const c10::Error& error) {
       answer.error = error.what_without_backtrace();
+      // Where in the learner's code: the frames of LibTorch's backtrace that
+      // lie in the submission, as offsets the grader maps to file:line.
+      if (auto frames = learner_frames(error.what()); !frames.empty()) answer.error_frames = frames;
     } catch (const std::exception& error) {
       answer.error = error.what();
     } catch (...) {
@@ -250,6 +304,7 @@ int grader::run_submission(const char* submission_file, const std::string& shown
     // Only the runner speaks for the envelope and the trace.
     response.strings.erase("case");
     response.strings.erase("error");
+    response.strings.erase("error_frames");
     (void)grader::wire::take_trace(response);
     if (traced) {
       grader::wire::Trace trace;
@@ -282,6 +337,7 @@ int usage() {
 }
 
 }  // namespace
+
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -9,7 +9,7 @@ namespace {
 
 // The envelope's keys in a record.
 const std::string kCase = "case", kSeed = "seed", kKind = "kind", kDevice = "device";
-const std::string kError = "error", kLoadError = "load_error";
+const std::string kError = "error", kErrorFrames = "error_frames", kLoadError = "load_error";
 
 }  // namespace
 
@@ -65,6 +65,7 @@ std::string encode_reply(const Reply& reply) {
     Record record = answer.outputs;
     record.strings[kCase] = answer.id;
     if (answer.error) record.strings[kError] = *answer.error;
+    if (answer.error_frames) record.strings[kErrorFrames] = *answer.error_frames;
     if (answer.trace) put_trace(record, *answer.trace);
     records.push_back(std::move(record));
   }
@@ -82,8 +83,10 @@ Reply decode_reply(const std::string& bytes) {
     CaseReply answer;
     answer.id = record.string_or(kCase, "");
     if (auto found = record.strings.find(kError); found != record.strings.end()) answer.error = found->second;
+    if (auto found = record.strings.find(kErrorFrames); found != record.strings.end()) answer.error_frames = found->second;
     record.strings.erase(kCase);
     record.strings.erase(kError);
+    record.strings.erase(kErrorFrames);
     answer.trace = take_trace(record);
     answer.outputs = std::move(record);
     reply.cases.push_back(std::move(answer));

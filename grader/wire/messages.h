@@ -41,6 +41,9 @@ std::vector<CaseRequest> decode_requests(const std::string& bytes);
 struct CaseReply {
   std::string id;                    // the request's, echoed (empty if the runner sent none)
   std::optional<std::string> error;  // what the learner's code threw
+  // Where: the learner object's frames of a LibTorch error's backtrace, as
+  // hex offsets into its file, innermost first, one per line (runner/main.cpp).
+  std::optional<std::string> error_frames;
   std::optional<Trace> trace;        // what the runner recorded of the call; none for a timed run
   Record outputs;                    // what the driver wrote
 };

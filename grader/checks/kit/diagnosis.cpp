@@ -211,6 +211,7 @@ std::optional<CheckResult> Kit::explain_error(const std::string& check, const Ca
                                            "register constant ones as buffers");
     result.focus_point = "device_placement";
     result.evidence = {"your code threw on " + run.describe() + ": " + first_line(run.error())};
+    if (!run.thrown_at.empty()) result.evidence.push_back("raised at " + run.thrown_at);
     return result;
   }
   for (const auto& rule : exercise_.error_rules) {
@@ -220,6 +221,7 @@ std::optional<CheckResult> Kit::explain_error(const std::string& check, const Ca
     if (!rule.mistake.empty()) result.message = rule.says;
     result.focus_point = rule.focus_point;
     result.evidence = {"your code threw on " + run.describe() + ": " + first_line(run.error())};
+    if (!run.thrown_at.empty()) result.evidence.push_back("raised at " + run.thrown_at);
     result.from_error = true;
     return result;
   }

@@ -288,6 +288,7 @@ void Kit::plan_rejections(std::vector<wire::Record>& cases, int64_t& case_seed) 
       describe += (describe.empty() ? "" : ", ") + name + " = " + given;
     }
     record.strings["describe"] = "constructing with " + describe;
+    record.strings[std::string(kMustRefuse)] = "error";
     record.ints["seed"] = case_seed++;
     cases.push_back(record);
   }
@@ -414,6 +415,7 @@ std::vector<wire::Record> Kit::plan_cases(uint64_t seed) {
   for (const auto& spec : refusals_) {
     auto record = make_case(spec, generator, case_seed++);
     record.strings["describe"] += ", which must be refused";
+    record.strings[std::string(kMustRefuse)] = "error";
     cases.push_back(std::move(record));
   }
   plan_dropout_sites(cases, case_seed);

@@ -124,21 +124,28 @@ CheckResult Kit::device_placement(const CheckSpec& spec) const {
     }
   }
   if (!message.empty()) return results_.fail(spec.id, message, evidence);
-  const bool any_ran =
-      std::any_of(input_->cases.begin(), input_->cases.end(), [](const auto& entry) { return !entry.second.threw(); });
-  if (!any_ran) return results_.skip(spec.id, "not assessed: every case stopped with an error, so nothing was traced");
+  // Credit only from a case the statement says must succeed: code that ran
+  // only where it should have refused shows nothing of the exercise's.
+  const bool any_ran = std::any_of(input_->cases.begin(), input_->cases.end(), [](const auto& entry) {
+    return !entry.second.threw() && !entry.second.must_refuse();
+  });
+  if (!any_ran) {
+    return results_.skip(spec.id, "not assessed: every case the statement says must succeed stopped with an error, "
+                                  "so nothing was traced");
+  }
   return results_.pass(spec.id, target().on_gpu()
                                     ? "every case ran on the GPU; nothing was made on a fixed device or read back "
                                       "to the host inside forward"
                                     : "inside forward nothing made on a fixed device meets the input's data and "
-                                      "nothing is read back to the host (operator trace on the CPU; not "
-                                      "GPU-verified)");
+                                      "nothing is read back to the host (operator trace on the CPU)");
 }
 
 CheckResult Kit::gpu_execution(const CheckSpec& spec) const {
   if (!target().on_gpu()) {
-    auto skipped = results_.skip(spec.id, "not GPU-verified: " + target().no_gpu);
+    // (Why there is no GPU: the report's last line says it once.)
+    auto skipped = results_.skip(spec.id, "needs a GPU: not run on this machine, left out of the score");
     skipped.needs_gpu = true;
+    skipped.gpu_confirmation = true;
     return skipped;
   }
   auto problems = gpu_device_problems();

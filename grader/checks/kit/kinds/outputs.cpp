@@ -127,6 +127,14 @@ CheckResult Kit::rejects(const CheckSpec& spec) const {
   const auto& run = input_->at("rejects~" + spec.id);
   const auto& valid = input_->at(cases_.front().id);
   if (!valid.response.ints.count("constructed")) {
+    // Valid arguments refused and these accepted: the condition is inverted.
+    if (!run.threw() && valid.threw()) {
+      return results_.fail(spec.id,
+                           "your constructor refuses valid arguments and accepts these, which must be refused: its "
+                           "condition is the wrong way round (a check throws when its condition is false)",
+                           {run.describe() + " was accepted",
+                            valid.describe() + " was refused: " + first_line(valid.error())});
+    }
     return results_.skip(spec.id, "not assessed: your constructor throws for valid arguments too");
   }
   if (run.threw()) return results_.pass(spec.id, "refused with: " + first_line(run.error()));

@@ -1,0 +1,47 @@
+// When the command a learner typed started: the wall time a report counts
+// from (the grade script's start-up and LibTorch's load included), and what
+// "compiled before this command" means for the compile cache.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+namespace grader {
+
+// Seconds since the epoch at the command's start: the grade script exports
+// GRADE_STARTED ($EPOCHREALTIME) before it builds or starts the grader; without
+// it (the grader run directly), the first call's time (main calls it first).
+inline double command_started() {
+  static const double started = [] {
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const char* given = std::getenv("GRADE_STARTED");
+    if (!given || !*given) return now;
+    char* end = nullptr;
+    const double value = std::strtod(given, &end);
+    // Only a start in the last hour and not in the future is believed.
+    if (end == given || *end != '\0' || value > now || value < now - 3600) return now;
+    return value;
+  }();
+  return started;
+}
+
+// Seconds from the command's start to now.
+inline double seconds_since_command() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+         command_started();
+}
+
+// Whether `path` was last written before the command started (false where it
+// cannot be read).
+inline bool written_before_command(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  const double written = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+  return written < command_started();
+}
+
+}  // namespace grader
