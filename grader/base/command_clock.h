@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -12,14 +13,18 @@
 namespace grader {
 
 // Seconds since the epoch at the command's start: the grade script exports
-// GRADE_STARTED ($EPOCHREALTIME) before it builds or starts the grader; without
-// it (the grader run directly), the first call's time (main calls it first).
+// GRADE_STARTED ($EPOCHREALTIME) and GRADE_STARTED_PID (its own pid, which the
+// grader it execs keeps) before it builds or starts the grader. Believed only
+// by that process: a grader started by something the script ran (a test suite
+// under `grade self-test`) inherits the variables but has another pid. Else
+// the first call's time (main calls it first).
 inline double command_started() {
   static const double started = [] {
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const char* given = std::getenv("GRADE_STARTED");
-    if (!given || !*given) return now;
+    const char* by = std::getenv("GRADE_STARTED_PID");
+    if (!given || !*given || !by || std::strtol(by, nullptr, 10) != static_cast<long>(::getpid())) return now;
     char* end = nullptr;
     const double value = std::strtod(given, &end);
     // Only a start in the last hour and not in the future is believed.
