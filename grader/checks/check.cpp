@@ -95,7 +95,7 @@ CheckResult ResultBuilder::threw(const std::string& check, const CaseRun& run) c
   // The error in the message, the case in the evidence: one error met by
   // several checks on several cases reads as one message (the report says it once).
   auto result = fail(check, "your code threw an error: " + first_line(run.error()), {"input: " + run.describe()});
-  if (!run.thrown_at.empty()) result.evidence.push_back("raised at " + run.thrown_at);
+  run.add_thrown_at(result.evidence);
   result.threw = true;
   return result;
 }

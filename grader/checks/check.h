@@ -84,6 +84,10 @@ struct CaseRun {
   bool ran(const std::string& op) const { return recorded && recorded->op_counts.count("aten::" + op) > 0; }
 
   bool threw() const { return thrown.has_value(); }
+  // Adds "raised at mhsa.cpp:23 in forward" to `evidence` where the place is known.
+  void add_thrown_at(std::vector<std::string>& evidence) const {
+    if (!thrown_at.empty()) evidence.push_back("raised at " + thrown_at);
+  }
   // A case the statement says must be refused (an invalid configuration): it
   // earns no check credit, whatever the code did there.
   bool must_refuse() const { return request.string_or(kMustRefuse, "") == "error"; }

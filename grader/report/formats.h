@@ -63,10 +63,10 @@ bool errors_on_stdout(const std::string& format);
 // `report` in `format` (one of report_formats()).
 std::string render(const GradeReport& report, const std::string& format, bool color = false);
 
-// The terminal's report (text.cpp), the grader's JSON (json.cpp), the HTML page (html.cpp).
 // The verdict's counts, agreeing with each other: "score 9 of 15: 9 of the 15
-// scored checks passed" (a check that cannot run here is outside both).
+// scored checks passed" (a check that cannot run here is outside both; text.cpp).
 std::string check_counts(const GradeReport& report);
+// The terminal's report (text.cpp), the grader's JSON (json.cpp), the HTML page (html.cpp).
 std::string render_text(const GradeReport& report, bool color);
 // The version of render_json's layout: raised when a field changes meaning or goes.
 constexpr int kJsonSchemaVersion = 5;  // 5: starter; 4: verdict not_assessed; score out of what a full answer earns here; checks marked informational

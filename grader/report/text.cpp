@@ -1,7 +1,6 @@
 // The terminal's report: grouped by focus point, then the checks, in colour
 // where the terminal takes it.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -38,8 +37,8 @@ std::string indent(const std::string& raw, const std::string& prefix) {
 }  // namespace
 
 std::string check_counts(const GradeReport& report) {
-  // The score counts the checks that can run here (the others are listed
-  // with why they did not run).
+  // The score counts the checks that can run here (the list below says why
+  // the others did not run).
   size_t scored = 0, earned = 0;
   for (const auto& check : report.checks) {
     if (!report.scored(check)) continue;
@@ -51,9 +50,8 @@ std::string check_counts(const GradeReport& report) {
                                         [](const auto& c) { return c.status == CheckStatus::passed; });
     return fmt::format("{} of {} checks passed", passed, report.checks.size());
   }
-  auto text = fmt::format("score {:g} of {:g}: {} of the {} scored checks passed", report.score(), report.max_score,
-                          earned, scored);
-  return text;
+  return fmt::format("score {:g} of {:g}: {} of the {} scored checks passed", report.score(), report.max_score,
+                     earned, scored);
 }
 
 std::string render_text(const GradeReport& report, bool color) {

@@ -338,7 +338,6 @@ int usage() {
 
 }  // namespace
 
-
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const bool filter = !args.empty() && args.front() == "--seccomp";

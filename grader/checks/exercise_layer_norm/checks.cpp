@@ -136,13 +136,6 @@ std::optional<std::string> replayed_forward(const kit::Kit& kit, const CaseRun& 
   return std::nullopt;
 }
 
-std::string title_of(const kit::Kit& kit, const std::string& mistake) {
-  for (const auto& m : kit.exercise().mistakes) {
-    if (m.id == mistake) return m.title;
-  }
-  return mistake;
-}
-
 // The backward on one case of the check: nullopt where it gives the
 // reference's gradients (those of the learner's forward where it replays a
 // known mistake: `bent_forward` then names it).
@@ -166,7 +159,7 @@ std::optional<CheckResult> backward_on(const kit::Kit& kit, const CheckSpec& spe
     }
     forward_replays().at(*mistake).bend(base);
     bent_forward = mistake;
-    evidence.push_back("your forward is the reference's with the known mistake \"" + title_of(kit, *mistake) +
+    evidence.push_back("your forward is the reference's with the known mistake \"" + kit.exercise().mistake(*mistake).title +
                        "\" here, so the parameter gradients are judged as that forward's");
   }
   const auto data = kit.data_of(run);
@@ -236,7 +229,7 @@ CheckResult backward_by_hand(const kit::Kit& kit, const CheckSpec& spec) {
   if (bent_forward) {
     return kit.results().pass(spec.id, std::string("your ") + name_of(norm) +
                                            "'s parameter gradients are those of your forward" + ranks +
-                                           ", which has the mistake \"" + title_of(kit, *bent_forward) +
+                                           ", which has the mistake \"" + kit.exercise().mistake(*bent_forward).title +
                                            "\" (see its check)");
   }
   return kit.results().pass(spec.id, std::string("your ") + name_of(norm) + "'s backward gives the reference's gradients" +

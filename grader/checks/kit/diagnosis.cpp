@@ -98,6 +98,13 @@ bool Kit::explains_every_case(const std::string& mistake) const {
 }
 
 bool Kit::explains_every_case(const std::vector<std::string>& mistakes) const {
+  // Asked by every explanation of a grade (explain_precision) and by
+  // mark_consequences: computed once per grade and set of mistakes.
+  if (auto known = explains_.find(mistakes); known != explains_.end()) return known->second;
+  return explains_[mistakes] = replays_every_case(mistakes);
+}
+
+bool Kit::replays_every_case(const std::vector<std::string>& mistakes) const {
   for (const auto& mistake : mistakes) {
     if (std::find(replayable_.begin(), replayable_.end(), mistake) == replayable_.end()) return false;
   }
@@ -211,7 +218,7 @@ std::optional<CheckResult> Kit::explain_error(const std::string& check, const Ca
                                            "register constant ones as buffers");
     result.focus_point = "device_placement";
     result.evidence = {"your code threw on " + run.describe() + ": " + first_line(run.error())};
-    if (!run.thrown_at.empty()) result.evidence.push_back("raised at " + run.thrown_at);
+    run.add_thrown_at(result.evidence);
     return result;
   }
   for (const auto& rule : exercise_.error_rules) {
@@ -221,7 +228,7 @@ std::optional<CheckResult> Kit::explain_error(const std::string& check, const Ca
     if (!rule.mistake.empty()) result.message = rule.says;
     result.focus_point = rule.focus_point;
     result.evidence = {"your code threw on " + run.describe() + ": " + first_line(run.error())};
-    if (!run.thrown_at.empty()) result.evidence.push_back("raised at " + run.thrown_at);
+    run.add_thrown_at(result.evidence);
     result.from_error = true;
     return result;
   }

@@ -163,7 +163,7 @@ double evaluate(const std::string& expression, const Dims& dims) {
     ++at;
     return value;
   };
-  std::function<double()> factor = [&]() -> double {
+  auto factor = [&]() -> double {
     skip();
     if (at < expression.size() && (expression[at] == '-' || expression[at] == '+')) {
       const bool negative = expression[at++] == '-';

@@ -464,6 +464,7 @@ std::vector<CheckResult> Kit::judge_cases(const JudgeInput& input) {
   findings_.reset();
   measured_.clear();
   references_.clear();
+  explains_.clear();
   std::vector<CheckResult> out;
   for (const auto& spec : exercise_.checks) {
     try {

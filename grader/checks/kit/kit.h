@@ -266,8 +266,9 @@ class Kit : public Suite {
   // case where both exist (and on at least one): the code behaves as the
   // reference with that one mistake.
   bool explains_every_case(const std::string& mistake) const;
-  // The same for known mistakes replayed together.
+  // The same for known mistakes replayed together (memoised per grade).
   bool explains_every_case(const std::vector<std::string>& mistakes) const;
+  bool replays_every_case(const std::vector<std::string>& mistakes) const;  // its computation
   // The largest change float32 rounding makes to the reference's results on
   // `run`, `exact` (the reference run on its inputs and weights cast to
   // float32); nothing where that cannot be computed.
@@ -312,6 +313,7 @@ class Kit : public Suite {
   mutable std::map<std::string, CaseStatus> status_;
   mutable std::optional<std::vector<CheckResult>> findings_;
   mutable std::map<std::string, CheckResult> measured_;  // measuring checks by id, run once per grade
+  mutable std::map<std::vector<std::string>, bool> explains_;  // explains_every_case, once per grade
   // Kit::expected's reference outputs by case id and replayed mistakes, for one grade
   mutable std::map<std::pair<std::string, std::vector<std::string>>, Tensors> references_;
 };
