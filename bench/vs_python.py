@@ -31,7 +31,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Debian's Python, where python3-torch and python3-pytest install.
 PYTHON = "/usr/bin/python3"
-FOOTER = re.compile(r"^compile [0-9.]+ s.*total [0-9.]+ s")
+FOOTER = re.compile(r"^compile [0-9.]+ s.*, run [0-9.]+ s; ")
 
 
 def cpu_name():

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "base/errors.h"
+#include "base/profile.h"
 #include "report/formats.h"
 #include "judge/sandbox.h"
 #include "judge/toolchain.h"
@@ -93,6 +94,8 @@ void define_options(CLI::App& app, CommandLine& line, const std::string& usage) 
                "on a GPU, skip timing a passed submission against the unfused and fused attention (informational)");
   app.add_flag("--keep-scratch", line.options.keep_scratch, "keep the scratch folder of this grade for inspection");
   app.add_flag("--no-cache", line.no_cache, "compile even an unchanged submission again");
+  app.add_flag("--profile", line.profile,
+               "print where this command's time went, phase by phase, on standard error after the report");
 }
 
 std::vector<std::pair<std::string, std::filesystem::path>> ready_to_grade(CommandLine& line, bool announce) {
@@ -120,8 +123,10 @@ std::vector<std::pair<std::string, std::filesystem::path>> ready_to_grade(Comman
   if (*line.memory_option) options.memory_mb = line.memory_limit;
   if (*line.output_option) options.output_kb = line.output_limit;
 
+  profile::Span span("find what isolates learner code here");
   auto toolchain = load_toolchain(options.build_dir / "toolchain.txt");
   options.sandbox = detect_sandbox(parse_sandbox_mode(line.sandbox_mode), toolchain.seccomp);
+  span.end();
   if (announce && !options.sandbox.isolating()) {
     if (options.sandbox.mode == SandboxMode::strict) {
       throw GraderFault("--sandbox strict: cannot isolate learner code here: " + options.sandbox.describe() +

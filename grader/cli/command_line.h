@@ -28,6 +28,7 @@ struct CommandLine {
   std::vector<uint64_t> seeds;
   bool reveal = false, manual = false, show_checks = false, blank = false, readiness = false, suggest = false;
   bool no_speed = false, no_cache = false;
+  bool profile = false;  // --profile: where the command's time went, on standard error at its end
   InterviewOptions interviewing;
   double time_limit = 0, case_limit = 0, memory_limit = 0, output_limit = 0;
   // Set by define_options; after parsing, whether each was given.

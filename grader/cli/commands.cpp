@@ -12,6 +12,7 @@
 #include "cli/new_exercise.h"
 #include "base/command_clock.h"
 #include "base/errors.h"
+#include "base/profile.h"
 #include "exercise/exercise.h"
 #include "report/formats.h"
 #include "learner/interview.h"
@@ -204,6 +205,28 @@ std::string usage_text() {
   return text;
 }
 
+namespace {
+
+// Whether `line` grades many submissions (a class, a folder, several files, seeds).
+bool grades_many(const CommandLine& line, const std::vector<fs::path>& files) {
+  return line.options.exercise == "class" || files.size() > 1 || !line.results.empty() || !line.shard_text.empty() ||
+         !line.seeds.empty() ||
+         std::any_of(line.submissions.begin(), line.submissions.end(),
+                     [](const std::string& s) { return fs::is_directory(s); });
+}
+
+}  // namespace
+
+void warm_runner(CommandLine& line) {
+  if (find_command(line.options.exercise) || !line.paths.empty()) return;
+  ready_to_grade(line, false);
+  const auto files = expand_submissions(line.submissions);
+  if (grades_many(line, files)) return;
+  auto options = line.options;
+  if (!files.empty()) options.submission = files.front();
+  prepare_grade(options, false);  // dropped: its zygote stays (judge/zygote.h)
+}
+
 int grade_command(CommandLine& line) {
   auto files_out = ready_to_grade(line);
   auto& options = line.options;
@@ -214,11 +237,7 @@ int grade_command(CommandLine& line) {
                      "' (folders of submissions go after --submission)");
   }
   auto files = expand_submissions(line.submissions);
-  bool batch = class_mode || files.size() > 1 || !line.results.empty() || !line.shard_text.empty() ||
-               !line.seeds.empty() ||
-               std::any_of(line.submissions.begin(), line.submissions.end(),
-                           [](const std::string& s) { return fs::is_directory(s); });
-  if (batch) {
+  if (grades_many(line, files)) {
     if (line.format != "text" && line.format != "json") {
       throw UsageError(
           "a batch prints one table (text) or one JSON array (json); the other formats go to files, one per "
@@ -234,10 +253,12 @@ int grade_command(CommandLine& line) {
                       return draws_figures(out.first);
                     });
   auto report = grade(options);
+  profile::Span reporting("write the report");
   if (line.submissions.empty()) record_progress(progress_file(options.project_root), report);
   report.command_seconds = seconds_since_command();  // what the learner waited, start-up included
   std::cout << render(report, line.format, use_color(line.color) && line.format == "text");
   for (const auto& [fmt_name, path] : files_out) write_report_file(path, render(report, fmt_name));
+  reporting.end();
   return exit_code_for(report.verdict);
 }
 

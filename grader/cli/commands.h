@@ -23,6 +23,11 @@ const Command* find_command(const std::string& name);
 // `grade EXERCISE`: one grade, a batch (--submission DIR, --seeds) or a class.
 int grade_command(CommandLine& line);
 
+// For the warm grader (warm/server.h), before it forks `line`'s command:
+// where that is one grade, starts the runner's zygote it will fork from.
+// Decides nothing, prints nothing; throws what reading the line throws.
+void warm_runner(CommandLine& line);
+
 // The description `grade --help` opens with: grading, then every command.
 std::string usage_text();
 

@@ -25,6 +25,7 @@
 #include "judge/compile_note.h"
 #include "exercise/discovery.h"
 #include "base/errors.h"
+#include "base/profile.h"
 #include "base/sha256.h"
 #include "judge/compile_step.h"
 #include "judge/process.h"
@@ -264,6 +265,7 @@ Prepared prepare(const GradeOptions& options, bool compile_ahead, size_t runs) {
   auto stamp = [&p](const fs::path& file) { p.inputs.emplace_back(file, modified(file)); };
   for (const auto& file : {exercise_dir / "exercise.yaml", exercise_dir.parent_path() / "shared.yaml", toolchain_file})
     stamp(file);
+  profile::Span reading("read the exercise and make its checks");
   p.exercise = load_exercise(exercise_dir);
   auto& run_limits = p.exercise.limits.run;
   if (options.run_seconds) run_limits.seconds = run_limits.cpu_seconds = *options.run_seconds;
@@ -272,8 +274,11 @@ Prepared prepare(const GradeOptions& options, bool compile_ahead, size_t runs) {
   run_limits.seconds *= static_cast<double>(runs);
   run_limits.cpu_seconds *= static_cast<double>(runs);
   p.suite = make_suite(p.exercise);
+  reading.end();
+  profile::Span targeting("find the device");
   p.target = resolve_target(options.device);
   p.suite->set_target(p.target);
+  targeting.end();
   p.submission = fs::absolute(options.submission.value_or(p.exercise.learner_file()));
   p.toolchain = load_toolchain(toolchain_file);
   // What a runner or a compiler started now has open: a rebuild meanwhile
@@ -292,10 +297,12 @@ Prepared prepare(const GradeOptions& options, bool compile_ahead, size_t runs) {
   p.shared_object = p.scratch->path() / "submission.so";
   // The runner starts now and loads LibTorch while the submission compiles
   // (two cores, two jobs); its request, and its clock, wait for the compile.
+  profile::Span starting("start the runner's zygote (it loads LibTorch meanwhile)");
   auto runner = runner_spec(p, sandbox, {});
   runner.zygote = runner_zygote(p, sandbox);
   runner.zygote_object = p.shared_object.string();
   p.runner = std::make_unique<EarlyChild>(std::move(runner));
+  starting.end();
   if (compile_ahead) {
     // For a source like the one there now: with all of LibTorch's API or not.
     bool libtorch_api = false;
@@ -741,16 +748,26 @@ struct GradeInProgress {
     input.seed = report.seed;
     input.outside_memory = outside_memory;
     std::vector<std::optional<std::string>> frames;
-    for (size_t i = 0; i < requests.size(); ++i) frames.push_back(responses[i].error_frames);
+    // A case meant to be refused raised by design: where is not asked (addr2line's start
+    // costs a passing grade 0.06 s).
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const bool refusal = requests[i].string_or(kMustRefuse, "") == "error";
+      frames.push_back(refusal ? std::nullopt : responses[i].error_frames);
+    }
+    profile::Span placing("place runtime errors in the source (addr2line)");
     const auto places = error_places(prepared.toolchain.addr2line, compiled.shared_object,
                                      fs::path(exercise.learner_files.front()).filename().string(), frames);
+    placing.end();
     for (size_t i = 0; i < requests.size(); ++i) {
       input.cases[requests[i].string("case")] =
           CaseRun{requests[i], responses[i].outputs, responses[i].error, responses[i].trace, places[i]};
     }
+    profile::Span checking("the checks");
     report.checks = suite->judge(input);
+    checking.end();
     mark_score_scope(report.checks, exercise, prepared.target.on_gpu());
     if (options.figures) {
+      profile::Span span("draw the figures");
       try {
         report.figures = suite->figures(input);
       } catch (const Error&) {
@@ -836,7 +853,9 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
   GradeInProgress grading(options, *prepared, submission, start);
 
   // Every case runs in one child process; only its result channel counts.
+  profile::Span planning("plan the cases");
   auto requests = prepared->suite->plan(grading.report.seed);
+  planning.end();
   // The speed run's request is planned now, so a `speed:` that does not fit
   // the signature is the exercise's error whatever the submission does.
   std::optional<wire::Record> speed_request;
@@ -845,20 +864,29 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
 
   // The reference's time on each case, the base of its own limit, measured
   // while the submission compiles.
-  auto reference_seconds = std::async(std::launch::async, [&] { return prepared->suite->reference_seconds(requests); });
+  auto reference_seconds = std::async(std::launch::async, [&] {
+    profile::Span span("time the reference on each case (beside the compile)");
+    return prepared->suite->reference_seconds(requests);
+  });
+  profile::Span compiling("compile the submission");
   auto compiled = compile_prepared(*prepared, options, submission);
   prepared->compile.reset();  // unused (a cached compile): stopped
+  compiling.end();
   grading.reference_seconds = reference_seconds.get();
   grading.note_compile_time(compiled, submission);
   if (auto stopped = grading.after_compile(compiled)) return *stopped;
 
   auto run_start = Clock::now();
+  profile::Span running("run the cases in the runner");
   auto outcome =
       prepared->runner->finish(encode_planned(requests), case_limits_of(options, *prepared, grading.reference_seconds));
+  running.end();
   if (outcome.exited_cleanly() && !prepared->suite->outside_memory_cases().empty()) {
+    profile::Span span("measure memory from outside (a second run)");
     grading.outside_memory = measure_outside_memory(options, *prepared, requests);
   }
   grading.report.run_seconds = seconds_since(run_start);
+  profile::Span judging("judge the results");
   return grading.conclude(compiled, requests, outcome, speed_request);
 }
 

@@ -40,7 +40,7 @@ std::optional<Request> parse(int argc, char** argv) {
   const std::vector<std::string> ignored = {"--format",     "--color",        "--output", "--seed",
                                             "--device",     "--time-limit",   "--memory-limit",
                                             "--output-limit"};
-  const std::vector<std::string> ignored_flags = {"--no-speed", "--keep-scratch"};
+  const std::vector<std::string> ignored_flags = {"--no-speed", "--keep-scratch", "--profile"};
   Request request;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;

@@ -255,6 +255,16 @@ void kill_active_children() {
   }
 }
 
+void hold_child(pid_t pid) {
+  std::lock_guard<std::mutex> lock(children_mutex);
+  active_children.insert(pid);
+}
+
+void release_child(pid_t pid) {
+  std::lock_guard<std::mutex> lock(children_mutex);
+  active_children.erase(pid);
+}
+
 void reap_orphans() {
   std::lock_guard<std::mutex> lock(children_mutex);
   while (true) {

@@ -149,6 +149,10 @@ struct ChildSpec {
 // a child some run_child is waiting for. run_child calls it after each child.
 void become_subreaper();
 void reap_orphans();
+// A child this process started and waits for itself, outside run_child (the
+// warm grader's grades, warm/server.h): reap_orphans leaves it until released.
+void hold_child(pid_t pid);
+void release_child(pid_t pid);
 // Kills every child run_child is waiting for, with its process group (a grade
 // stopped from outside: stop.h).
 void kill_active_children();

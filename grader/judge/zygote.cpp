@@ -16,32 +16,14 @@
 #include <map>
 
 #include "base/errors.h"
+#include "base/fd_passing.h"
+#include "base/profile.h"
 
 namespace grader {
 namespace {
 
 // How long a zygote that is still loading LibTorch may take to answer its first spawn.
 constexpr double kFirstAnswerSeconds = 60;
-
-bool send_with_fds(int socket, const void* data, size_t size, const int* fds, int count) {
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * zygote::kFdCount)] = {};
-  iovec part{const_cast<void*>(data), size};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = CMSG_SPACE(sizeof(int) * static_cast<size_t>(count));
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof(int) * static_cast<size_t>(count));
-  std::memcpy(CMSG_DATA(header), fds, sizeof(int) * static_cast<size_t>(count));
-  ssize_t sent;
-  do {
-    sent = sendmsg(socket, &message, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  return sent == static_cast<ssize_t>(size);
-}
 
 // The child's hello and the credentials the kernel attached to it.
 bool receive_hello(int socket, double wait_seconds, zygote::Hello& hello, pid_t& pid) {
@@ -116,6 +98,7 @@ bool Zygote::alive() const { return !broken_ && !ended_; }
 std::optional<Zygote::Child> Zygote::spawn(const zygote::SpawnRequest& request, const int (&given)[zygote::kFdCount],
                                            double wait_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
+  profile::Span span("fork a runner from the zygote (after its LibTorch load)");
   if (broken_ || ended_ || control_ < 0) return std::nullopt;
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
@@ -192,6 +175,16 @@ std::shared_ptr<Zygote> current_zygote(const std::shared_ptr<Zygote>& held) {
 bool zygotes_enabled() {
   const char* fresh = std::getenv("GRADER_FRESH_RUNNERS");
   return !(fresh && std::string(fresh) == "1");
+}
+
+void borrow_zygotes_after_fork() {
+  // One thread here (the fork's): nobody else holds the registry's lock.
+  // Held for this process's life, so that no destructor of theirs (which
+  // would wait for a thread that is the parent's) ever runs here.
+  static auto* borrowed = new std::vector<std::shared_ptr<Zygote>>();
+  for (auto& entry : *zygotes) {
+    if (entry.second.first) borrowed->push_back(entry.second.first);
+  }
 }
 
 void close_zygotes() {

@@ -85,7 +85,15 @@ std::shared_ptr<Zygote> current_zygote(const std::shared_ptr<Zygote>& held);
 // Whether runners may be forked at all here (not with GRADER_FRESH_RUNNERS=1).
 bool zygotes_enabled();
 
-// Ends every zygote (the grader's end).
+// Ends every zygote (the grader's end), except those borrowed.
 void close_zygotes();
+
+// In a process just forked from the one whose zygotes these are (the warm
+// grader's, warm/server.h): they stay usable here (a spawn is one message on
+// their control socket, its answer on a socket of its own), but they are
+// the parent's: never ended, waited for or replaced from here. Zygotes
+// started here later are this process's own.
+void borrow_zygotes_after_fork();
+
 
 }  // namespace grader

@@ -19,6 +19,7 @@
 #include "checks/kit/helpers.h"
 #include "base/errors.h"
 #include "report/report.h"
+#include "base/profile.h"
 
 namespace grader::kit {
 
@@ -480,7 +481,9 @@ std::vector<CheckResult> Kit::judge_cases(const JudgeInput& input) {
         continue;
       }
       const auto started = std::chrono::steady_clock::now();
+      profile::Span span(spec.id);
       auto result = run_kind(spec);
+      span.end();
       result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       // What passed was shown on the cases that could run; say which could not.
       if (result.status == CheckStatus::passed) {
