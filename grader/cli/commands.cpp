@@ -60,6 +60,7 @@ int watch_command(CommandLine& line) {
   if (!line.submissions.empty()) options.submission = watching.file;
   watching.manual = line.manual;
   watching.color = use_color(line.color);
+  watching.profile = line.profile;
   if (line.submissions.empty()) {
     watching.on_grade = [progress = progress_file(options.project_root)](const GradeReport& report) {
       record_progress(progress, report);

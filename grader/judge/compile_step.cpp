@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/errors.h"
+#include "base/profile.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -17,6 +18,7 @@ std::string read_file(const fs::path& file) {
 }
 
 ChildOutcome Step::run(std::vector<std::string> argv, size_t output_bytes, std::string request) const {
+  profile::Span span(argv.empty() ? "a compile step" : fs::path(argv.front()).filename().string());
   return run_child(spec(std::move(argv), output_bytes, std::move(request)));
 }
 

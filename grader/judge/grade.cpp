@@ -878,8 +878,16 @@ GradeReport grade(const GradeOptions& options, Prepared prepared) {
 
   auto run_start = Clock::now();
   profile::Span running("run the cases in the runner");
-  auto outcome =
-      prepared->runner->finish(encode_planned(requests), case_limits_of(options, *prepared, grading.reference_seconds));
+  // For --profile: when the runner had loaded the submission (its ready line).
+  auto limits = case_limits_of(options, *prepared, grading.reference_seconds);
+  auto watched = [limits, begun = profile::now(), ready = false](const std::string& result) mutable {
+    if (!ready && result.find(wire::kRunnerReady) != std::string::npos) {
+      ready = true;
+      profile::record("fork the runner and load the submission", begun, profile::now() - begun, 1);
+    }
+    return limits(result);
+  };
+  auto outcome = prepared->runner->finish(encode_planned(requests), watched);
   running.end();
   if (outcome.exited_cleanly() && !prepared->suite->outside_memory_cases().empty()) {
     profile::Span span("measure memory from outside (a second run)");

@@ -14,6 +14,7 @@
 #include "learner/learner.h"
 #include "report/formats.h"
 #include "report/report.h"
+#include "base/profile.h"
 
 namespace grader {
 namespace fs = std::filesystem;
@@ -131,6 +132,7 @@ int watch(const GradeOptions& options, const WatchOptions& watch_options) {
       auto report = grade(options, std::move(next));
       if (watch_options.on_grade) watch_options.on_grade(report);
       std::cout << render_text(report, watch_options.color) << std::flush;
+      if (watch_options.profile) std::cerr << profile::table("where this grade's time went, from the save (--profile)");
       status = exit_code_for(report.verdict);
     } catch (const Error& error) {
       // A broken exercise or a grader fault: said, and the watch goes on.
@@ -145,6 +147,7 @@ int watch(const GradeOptions& options, const WatchOptions& watch_options) {
       next.reset();
     }
     if (wait_for_change(&events, manual) == Woken::stop) break;
+    profile::restart_from_now();  // the next table counts from the save
   }
   std::cout << "\nwatch stopped.\n" << std::flush;
   ::close(wake_pipe[0]);

@@ -18,6 +18,7 @@ struct WatchOptions {
   bool manual = false;                               // Enter re-grades; no file events
   bool color = false;                                // colour the report, and clear the screen between grades
   std::function<void(const GradeReport&)> on_grade;  // e.g. recording the learner's progress
+  bool profile = false;  // after each report, where its time went from the save (base/profile.h)
 };
 
 // Returns the exit status of the last grade (0 passed, 1 not, 3 grader fault).

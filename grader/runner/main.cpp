@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <atomic>
 #include <cstdlib>
+#include <iostream>
 #include <cstring>
 #include <random>
 #include <string>
@@ -165,6 +167,28 @@ int64_t writable_bytes_of(const char* file) {
 // results on fd 4 (a fresh runner's main, or a zygote's child: zygote.h).
 // `shown_name` stands for `submission_file` in what the grader is sent;
 // `object_fd`, where it is open, is closed once it is loaded.
+namespace {
+
+// The runner's own status once its results are sent; -1 until then.
+std::atomic<int> finished_status{-1};
+
+// Registered just before learner code loads. exit() runs what was registered
+// after it first: the learner's static destructors and atexit handlers, the
+// driver's (so a crash or a hang there is still the learner's, as before);
+// then this, which ends the process before LibTorch's own teardown (every
+// operator unregistered: 0.16 s of an mhsa grade's 0.21 s run). An exit that
+// learner code calls itself (status unknown here) goes on as before.
+void end_before_libtorch_teardown() {
+  const int status = finished_status.load();
+  if (status < 0) return;
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
+}  // namespace
+
 int grader::run_submission(const char* submission_file, const std::string& shown_name, bool filter, int object_fd) {
   // Private channel: move it off the well-known fd 4, to a descriptor learner
   // code cannot guess, before any learner code runs.
@@ -235,6 +259,7 @@ int grader::run_submission(const char* submission_file, const std::string& shown
   // this is the learner code's doing.
   if (!write_all(result_fd, grader::wire::kRunnerReady)) return 71;
 
+  std::atexit(end_before_libtorch_teardown);
   // Static initialisers of learner code run here, inside the child.
   void* submission = dlopen(submission_file, RTLD_NOW | RTLD_LOCAL);
   if (!submission) {
@@ -324,6 +349,7 @@ int grader::run_submission(const char* submission_file, const std::string& shown
   }
   std::fflush(stdout);
   send(result_fd, reply);
+  finished_status = 0;
   return 0;
 }
 
