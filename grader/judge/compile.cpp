@@ -276,7 +276,7 @@ bool run_compiler(Compilation& c, CacheUse& cache) {
     auto checked = c.step.run(probe);
     if (!checked.exited_cleanly()) {
       throw GraderFault("the compiler refused the precompiled " +
-                        std::string(c.pch == c.toolchain.torch_module ? "LibTorch API " : "interface ") +
+                        std::string(on_torch_module(c.toolchain, c.pch) ? "LibTorch API " : "interface ") +
                         c.pch.string() + ": " + checked.stderr_text.substr(0, checked.stderr_text.find('\n')) +
                         " (rebuild the grader: ./grade does it)");
     }

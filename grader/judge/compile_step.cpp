@@ -1,5 +1,6 @@
 #include "judge/compile_step.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -64,19 +65,38 @@ fs::path precompiled_header(const Toolchain& toolchain, const Exercise& exercise
                         " is missing: rebuild the grader (./grade does it)");
     }
     pch = toolchain.torch_module;
+    if (auto api = toolchain.api_pchs.find(exercise.id); api != toolchain.api_pchs.end()) {
+      if (!fs::exists(api->second) || fs::last_write_time(api->second) < header_time) {
+        throw GraderFault("the interface precompiled on LibTorch's API " + api->second.string() +
+                          " is missing or older than " + exercise.interface_header +
+                          ": rebuild the grader (./grade does it)");
+      }
+      pch = api->second;
+    }
   }
   return pch;
 }
 
+bool on_torch_module(const Toolchain& toolchain, const fs::path& pch) {
+  if (toolchain.torch_module.empty() || pch.empty()) return false;
+  if (pch == toolchain.torch_module) return true;
+  return std::any_of(toolchain.api_pchs.begin(), toolchain.api_pchs.end(),
+                     [&pch](const auto& entry) { return entry.second == pch; });
+}
+
 std::vector<std::string> pch_options(const Toolchain& toolchain, const fs::path& pch) {
-  if (pch != toolchain.torch_module) return {"-include-pch", pch.string()};
-  return {"-fmodules",
-          "-fno-implicit-modules",
-          "-fno-implicit-module-maps",
-          "-fmodule-map-file=" + toolchain.torch_module_map,
-          "-fmodule-file=" + std::string(kTorchApiModule) + "=" + pch.string(),
-          "-include",
-          toolchain.prelude};
+  if (!on_torch_module(toolchain, pch)) return {"-include-pch", pch.string()};
+  std::vector<std::string> options = {"-fmodules",
+                                      "-fno-implicit-modules",
+                                      "-fno-implicit-module-maps",
+                                      "-fmodule-map-file=" + toolchain.torch_module_map,
+                                      "-fmodule-file=" + std::string(kTorchApiModule) + "=" + toolchain.torch_module};
+  if (pch == toolchain.torch_module) {
+    options.insert(options.end(), {"-include", toolchain.prelude});
+  } else {
+    options.insert(options.end(), {"-include-pch", pch.string()});  // the prelude and the interface inside
+  }
+  return options;
 }
 
 std::vector<std::string> compiler_argv(const Toolchain& toolchain, const Exercise& exercise, const fs::path& pch,

@@ -45,15 +45,20 @@ std::string describe_failure(const ChildOutcome& outcome, const std::string& wha
 // the prelude and pch_support.h; the interface header is then force-included,
 // before the source): in a module, unlike a precompiled header, the vtables
 // the headers name are defined once, when it is built, not again in every
-// submission (docs/performance.md). Only the speed depends on this guess.
-// Empty where the exercise has none.
+// submission (docs/performance.md); where the build made one, the exercise's
+// interface precompiled on top of that module (its templates instantiated
+// once, not in every submission: 0.2 s of each). Only the speed depends on
+// this guess. Empty where the exercise has none.
 std::filesystem::path precompiled_header(const Toolchain& toolchain, const Exercise& exercise, bool libtorch_api);
 
 // The options that load `pch`: a precompiled header, or LibTorch's API
 // module, with only its map given (no module found by a path the source
-// names) and prebuilt (none is built in the sandbox), the prelude, one of its
-// headers, imported first.
+// names) and prebuilt (none is built in the sandbox), then the prelude, one
+// of its headers, imported first, or the interface precompiled on it.
 std::vector<std::string> pch_options(const Toolchain& toolchain, const std::filesystem::path& pch);
+
+// Whether `pch` is LibTorch's API module or an interface precompiled on it.
+bool on_torch_module(const Toolchain& toolchain, const std::filesystem::path& pch);
 
 // The C++ compiler's command for `source`, into work_dir's submission.o
 // (dependencies: submission.d).

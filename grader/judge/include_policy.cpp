@@ -51,9 +51,12 @@ IncludePolicy::IncludePolicy(const Toolchain& toolchain, const Exercise& exercis
                            fs::path(toolchain.pch_support)}) {
     allow_file(file);
   }
-  // LibTorch's API module: its map, and what it is built from, read with it.
-  if (!pch.empty() && pch == fs::path(toolchain.torch_module)) {
-    for (const auto& file : {toolchain.torch_module_map, toolchain.torch_api_header}) allow_file(file);
+  // LibTorch's API module (under the interface precompiled on it, too): the
+  // module, its map, and what it is built from, read with it.
+  if (on_torch_module(toolchain, pch)) {
+    for (const auto& file : {toolchain.torch_module, toolchain.torch_module_map, toolchain.torch_api_header}) {
+      allow_file(file);
+    }
   }
   std::vector<fs::path> dirs = {"/usr/include", "/usr/lib", "/usr/local/include"};
   // The CUDA Toolkit's own headers (for a .cu; under /usr/local/cuda, say),

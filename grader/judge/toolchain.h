@@ -38,6 +38,9 @@ struct Toolchain {
   std::string torch_module;
   std::string torch_module_map;
   std::string torch_api_header;
+  // exercise id -> its interface header precompiled on top of that module
+  // (what a submission that includes <torch/torch.h> is compiled with).
+  std::map<std::string, std::filesystem::path> api_pchs;
   // For exercises whose learner file is a .cu: the CUDA compiler (empty: none
   // was found, and such files are not compiled), the GPU architecture it
   // compiles for ("90"), the toolkit's root (its headers may be included)
