@@ -11,6 +11,9 @@ Interleaved rounds (default 7), medians, ratios to the Python loop:
                <torch/torch.h>` added at the top, as real learner code has
   watch        `grade watch`: from saving the edit to the end of the report,
                in one long-lived process
+  cold edited, cold unchanged
+               the same without the warm grader (GRADE_WARM=off): each
+               command starts a grader, which loads LibTorch, and its runner
 
   bench/vs_python.py [--runs N] [--exercise ID]
 
@@ -42,9 +45,9 @@ def cpu_name():
     return "unknown CPU"
 
 
-def timed(cmd, cwd=None):
+def timed(cmd, cwd=None, env=None):
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
@@ -130,7 +133,9 @@ def main():
                            stderr=subprocess.DEVNULL)
         watch = Watch(args.exercise, watched)
 
-        times = {k: [] for k in ("python", "edited", "unchanged", "idiomatic", "watch")}
+        cold = dict(os.environ, GRADE_WARM="off")
+        times = {k: [] for k in ("python", "edited", "unchanged", "idiomatic", "watch", "cold edited",
+                                 "cold unchanged")}
         for i in range(args.runs):
             stamp = "%d %.6f" % (i, time.time())
             append(os.path.join(py, "mhsa.py"), "# edit %s\n" % stamp)
@@ -141,13 +146,16 @@ def main():
             append(idiomatic, "// edit %s\n" % stamp)
             times["idiomatic"].append(timed([grade, args.exercise, "--submission", idiomatic]))
             times["watch"].append(watch.edit("// watched edit %s\n" % stamp))  # not a cached compile
+            append(edited, "// cold edit %s\n" % stamp)
+            times["cold edited"].append(timed([grade, args.exercise, "--submission", edited], env=cold))
+            times["cold unchanged"].append(timed([grade, args.exercise, "--submission", edited], env=cold))
         watch.close()
 
         base = statistics.median(times["python"])
-        print("\n%-10s %8s %10s   runs (s)" % ("loop", "median", "/ python"))
+        print("\n%-15s %8s %10s   runs (s)" % ("loop", "median", "/ python"))
         for name, values in times.items():
             med = statistics.median(values)
-            print("%-10s %7.2fs %10.2f   %s" % (name, med, med / base, " ".join("%.2f" % v for v in values)))
+            print("%-15s %7.2fs %10.2f   %s" % (name, med, med / base, " ".join("%.2f" % v for v in values)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
