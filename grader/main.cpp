@@ -121,7 +121,11 @@ int finish(int code) {
 // warm grader's warm-up (warm/server.h).
 void warm_up(const grader::warm::Request& request) {
   using namespace grader::cli;
+  grader::profile::restart_from_now();  // the server's own spans: none kept from one command to the next
   if (chdir(request.working_dir.c_str()) != 0) return;
+  struct BackToRoot {  // the server holds no command's folder
+    ~BackToRoot() { (void)!chdir("/"); }
+  } back;
   std::vector<char*> argv;
   for (const auto& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   CLI::App app;
@@ -142,9 +146,16 @@ int warm_server(int argc, char** argv) {
   }
 #ifdef GRADER_TORCH_HAS_CUDA
   // A CUDA context does not survive a fork, and finding a GPU would make one.
-  std::cerr << "grade --warm-server: not with a CUDA LibTorch (each command starts its own grader)\n";
+  // Said in the folder, so that clients stop starting a server here.
+  if (std::FILE* note = std::fopen(grader::warm::unavailable_in(argv[2]).c_str(), "w")) {
+    std::fputs("not with a CUDA LibTorch: each command starts its own grader\n", note);
+    std::fclose(note);
+  }
   return 1;
 #endif
+  const std::string folder = std::filesystem::absolute(argv[2]).string();
+  prctl(PR_SET_DUMPABLE, 0);  // as every grader: nothing of it is read or traced from outside
+  (void)!chdir("/");
   const int ready_fd = argc == 5 ? std::atoi(argv[4]) : -1;
   grader::warm::ServerHooks hooks;
   hooks.run = [](int command_argc, char** command_argv) {
@@ -152,7 +163,7 @@ int warm_server(int argc, char** argv) {
     return finish(run(command_argc, command_argv));
   };
   hooks.warm_up = warm_up;
-  return grader::warm::serve(argv[2], ready_fd, hooks);
+  return grader::warm::serve(folder, ready_fd, hooks);
 }
 
 }  // namespace

@@ -283,7 +283,7 @@ Prepared prepare(const GradeOptions& options, bool compile_ahead, size_t runs) {
   p.toolchain = load_toolchain(toolchain_file);
   // What a runner or a compiler started now has open: a rebuild meanwhile
   // (a new precompiled header, a new exercise library) makes them stale.
-  for (const auto* built : {&p.toolchain.pchs, &p.toolchain.drivers}) {
+  for (const auto* built : {&p.toolchain.pchs, &p.toolchain.api_pchs, &p.toolchain.drivers}) {
     if (auto found = built->find(p.exercise.id); found != built->end()) stamp(found->second);
   }
   if (!p.toolchain.pch_base.empty()) stamp(p.toolchain.pch_base);

@@ -144,13 +144,16 @@ void drain(int& fd, std::string& into, size_t cap, bool& truncated) {
 // registered before the reaper can see it.
 std::mutex children_mutex;
 std::set<pid_t> active_children;
+// The pidfds of the runners forked from a zygote that run_child waits for: a
+// stop kills them by these (their zygote may be another process's, the warm
+// grader's, which the stop leaves alone).
+std::set<int> active_forked;
 
 // A child of spec.zygote that loads spec.zygote_object with the pipes given,
 // put in its cgroup (`cgroup`, made here with the limits a fresh runner's has)
-// and told to go. Not registered for kill_active_children (its pid is not
-// held for it once the zygote reaps it): a stop kills the zygote, and the
-// child with it. nullopt, with nothing started: there is no
-// zygote that answers (a fresh runner is started instead).
+// and told to go. Its pid is not held for it once the zygote reaps it: a stop
+// kills it by its pidfd (active_forked). nullopt, with nothing started: there
+// is no zygote that answers (a fresh runner is started instead).
 std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, Pipe& err, Pipe& request,
                                              Pipe& result, std::unique_ptr<Cgroup>& cgroup, ChildOutcome& outcome) {
   const int object = open(spec.zygote_object.c_str(), O_RDONLY | O_CLOEXEC);
@@ -253,11 +256,19 @@ void kill_active_children() {
     kill(-pid, SIGKILL);  // each leads its own process group (setsid)...
     kill(pid, SIGKILL);   // ...once it has called setsid
   }
+  for (int pidfd : active_forked) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
 }
 
-void hold_child(pid_t pid) {
+pid_t fork_command() {
   std::lock_guard<std::mutex> lock(children_mutex);
-  active_children.insert(pid);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    active_children.clear();  // the server's zygotes and other commands are not this one's
+    active_forked.clear();
+  } else if (pid > 0) {
+    active_children.insert(pid);
+  }
+  return pid;
 }
 
 void release_child(pid_t pid) {
@@ -353,6 +364,10 @@ class ChildRun {
     std::vector<const char*> cgroup_procs;
     if (spec_.zygote && !deferred_ && request_.read >= 0 && result_.write >= 0) {
       forked_ = start_in_zygote(spec_, out_, err_, request_, result_, cgroup_, outcome_);
+      if (forked_) {
+        std::lock_guard<std::mutex> lock(children_mutex);
+        active_forked.insert(forked_->pidfd);
+      }
     }
     if (!forked_ && spec_.use_cgroup) {
       std::string why;
@@ -668,6 +683,10 @@ class ChildRun {
       std::lock_guard<std::mutex> lock(children_mutex);
       active_children.erase(pid_);
     } else {
+      {
+        std::lock_guard<std::mutex> lock(children_mutex);
+        active_forked.erase(forked_->pidfd);
+      }
       close(forked_->status_fd);
       close(forked_->pidfd);
       if (forked_->lost) throw GraderFault("the runner's zygote ended while it ran a submission (see: grade sandbox)");

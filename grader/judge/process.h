@@ -149,9 +149,13 @@ struct ChildSpec {
 // a child some run_child is waiting for. run_child calls it after each child.
 void become_subreaper();
 void reap_orphans();
-// A child this process started and waits for itself, outside run_child (the
-// warm grader's grades, warm/server.h): reap_orphans leaves it until released.
-void hold_child(pid_t pid);
+// fork() for a command of the warm grader (warm/server.h), which this process
+// then waits for itself: registered before the reaper (reap_orphans) can see
+// it end, until release_child. Taken while no other thread is between a
+// fork and its registration here (the lock run_child forks under), so the
+// child never inherits that lock held; the child starts with no children of
+// its own on record (a stop there kills only what it started itself).
+pid_t fork_command();
 void release_child(pid_t pid);
 // Kills every child run_child is waiting for, with its process group (a grade
 // stopped from outside: stop.h).

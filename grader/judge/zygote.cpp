@@ -135,6 +135,7 @@ std::optional<Zygote::Child> Zygote::spawn(const zygote::SpawnRequest& request, 
 namespace {
 
 std::mutex zygotes_mutex;
+std::function<void(std::shared_ptr<Zygote>)> replaced_keeper;
 // Never destroyed at exit (the threads they run on must not outlive what
 // they use): close_zygotes ends them.
 // By the view a zygote was started in; with the stamps of the files it loaded
@@ -155,7 +156,9 @@ std::shared_ptr<Zygote> zygote_for(const std::string& view_key, const std::strin
     seen = stamps;
   }
   auto chosen = zygote;
+  auto keeper = replaced_keeper;
   lock.unlock();
+  if (replaced && keeper) keeper(std::move(replaced));
   replaced.reset();
   return chosen;
 }
@@ -177,6 +180,11 @@ bool zygotes_enabled() {
   return !(fresh && std::string(fresh) == "1");
 }
 
+void keep_replaced_zygotes(std::function<void(std::shared_ptr<Zygote>)> keeper) {
+  std::lock_guard<std::mutex> lock(zygotes_mutex);
+  replaced_keeper = std::move(keeper);
+}
+
 void borrow_zygotes_after_fork() {
   // One thread here (the fork's): nobody else holds the registry's lock.
   // Held for this process's life, so that no destructor of theirs (which
@@ -185,6 +193,7 @@ void borrow_zygotes_after_fork() {
   for (auto& entry : *zygotes) {
     if (entry.second.first) borrowed->push_back(entry.second.first);
   }
+  replaced_keeper = nullptr;  // the parent's keeper: what this process replaces is its own to end
 }
 
 void close_zygotes() {

@@ -95,5 +95,11 @@ void close_zygotes();
 // started here later are this process's own.
 void borrow_zygotes_after_fork();
 
+// Where set, a zygote the registry replaces (a rebuild changed what it
+// loaded) is handed to `keeper` instead of being ended at once: the warm
+// grader ends it once no command it forked may still be using it. Null:
+// ended at once (a grader's own zygotes).
+void keep_replaced_zygotes(std::function<void(std::shared_ptr<Zygote>)> keeper);
+
 
 }  // namespace grader

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "base/fd_passing.h"
@@ -59,6 +60,9 @@ std::string encode(const Request& request) {
   put(out, kVersion);
   put(out, std::to_string(request.client_pid));
   put(out, request.working_dir);
+  char mask[8];
+  std::snprintf(mask, sizeof mask, "%o", request.umask & 0777u);
+  put(out, mask);
   put(out, std::to_string(request.argv.size()));
   for (const auto& arg : request.argv) put(out, arg);
   for (const auto& var : request.env) put(out, var);
@@ -66,16 +70,22 @@ std::string encode(const Request& request) {
 }
 
 std::optional<Request> decode(const std::string& bytes) {
+  constexpr size_t kHead = 5;  // version, pid, folder, umask, argc
   auto fields = fields_of(bytes);
-  if (!fields || fields->size() < 4 || (*fields)[0] != kVersion) return std::nullopt;
+  if (!fields || fields->size() < kHead || (*fields)[0] != kVersion) return std::nullopt;
   const auto pid = number((*fields)[1]);
-  const auto argc = number((*fields)[3]);
-  if (!pid || *pid <= 0 || !argc || *argc < 1 || static_cast<size_t>(*argc) > fields->size() - 4) return std::nullopt;
+  const auto argc = number((*fields)[4]);
+  if (!pid || *pid <= 0 || !argc || *argc < 1 || static_cast<size_t>(*argc) > fields->size() - kHead) {
+    return std::nullopt;
+  }
+  const std::string& mask = (*fields)[3];
+  if (mask.empty() || mask.size() > 3 || mask.find_first_not_of("01234567") != std::string::npos) return std::nullopt;
   Request request;
   request.client_pid = static_cast<pid_t>(*pid);
   request.working_dir = (*fields)[2];
-  const auto first_env = fields->begin() + 4 + *argc;
-  request.argv.assign(fields->begin() + 4, first_env);
+  request.umask = static_cast<unsigned>(std::stoul(mask, nullptr, 8));
+  const auto first_env = fields->begin() + static_cast<std::ptrdiff_t>(kHead) + *argc;
+  request.argv.assign(fields->begin() + static_cast<std::ptrdiff_t>(kHead), first_env);
   request.env.assign(first_env, fields->end());
   for (const auto& var : request.env) {
     if (var.find('=') == std::string::npos || var.front() == '=') return std::nullopt;
@@ -87,6 +97,8 @@ std::optional<Request> decode(const std::string& bytes) {
 std::string folder_for(const std::string& build_dir, uid_t uid) {
   return build_dir + "/.warm-" + std::to_string(uid);
 }
+
+std::string unavailable_in(const std::string& folder) { return folder + "/unavailable"; }
 
 std::string socket_in(const std::string& folder) {
   const std::string path = folder + "/socket";

@@ -5,8 +5,9 @@
 // server (grade --warm-server).
 //
 //   client -> server  one request: a 4-byte length, then NUL-ended strings
-//                     (kVersion, the client's pid, its working folder, argc,
-//                     the arguments, then the environment), with the
+//                     (kVersion, the client's pid, its working folder, its
+//                     umask in octal, argc, the arguments, then the
+//                     environment), with the
 //                     client's standard input, output and error attached
 //                     (SCM_RIGHTS) to the request's first bytes
 //   server -> client  kAccepted, or kRefused (the server is stale or ending:
@@ -26,17 +27,19 @@
 
 namespace grader::warm {
 
-inline constexpr const char* kVersion = "grade-warm 1";
+inline constexpr const char* kVersion = "grade-warm 2";
 inline constexpr char kAccepted = 'a';
 inline constexpr char kRefused = 'r';
 inline constexpr char kExited = 'x';
 inline constexpr char kSignalled = 's';
-// A request larger than this is refused (the environment of a sane shell is a few KiB).
-inline constexpr uint32_t kMaxRequestBytes = 1u << 20;
+// A request larger than this is refused (the kernel's own limit on the
+// arguments and environment of a program is 2 MiB by default).
+inline constexpr uint32_t kMaxRequestBytes = 8u << 20;
 
 struct Request {
   pid_t client_pid = -1;
   std::string working_dir;
+  unsigned umask = 022;           // the client's: files the command writes get the modes they would
   std::vector<std::string> argv;  // argv[0]: the grader the client would have run
   std::vector<std::string> env;   // NAME=value
 };
@@ -50,6 +53,10 @@ std::optional<Request> decode(const std::string& bytes);
 // it. Empty where the path is too long for a Unix socket.
 std::string folder_for(const std::string& build_dir, uid_t uid);
 std::string socket_in(const std::string& folder);
+// The file a server that cannot serve here (a CUDA LibTorch, an old kernel)
+// leaves in the folder, with its reason: the client then runs the grader
+// itself without starting a server, until the grader is rebuilt.
+std::string unavailable_in(const std::string& folder);
 // Makes `folder` where missing; whether it is a directory (not a link) of
 // this user's that nobody else may enter.
 bool private_folder(const std::string& folder);

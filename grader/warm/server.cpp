@@ -93,6 +93,7 @@ double idle_limit_seconds() {
   for (int fd : streams) {
     if (fd > 2) close(fd);
   }
+  umask(static_cast<mode_t>(request.umask));
   if (chdir(request.working_dir.c_str()) != 0) {
     dprintf(2, "grade: cannot enter %s: %s\n", request.working_dir.c_str(), std::strerror(errno));
     std::_Exit(2);
@@ -120,7 +121,10 @@ class Server {
   Server(std::string folder, const ServerHooks& hooks) : folder_(std::move(folder)), hooks_(hooks) {}
 
   int run(int ready_fd) {
-    if (!private_folder(folder_)) return fail("the folder " + folder_ + " is not this user's alone");
+    if (!private_folder(folder_)) {
+      std::fprintf(stderr, "grade --warm-server: the folder %s is not this user's alone\n", folder_.c_str());
+      return 1;  // no note written there
+    }
     const std::string path = socket_in(folder_);
     if (path.empty()) return fail("the build folder's path is too long for a socket");
     // One server per folder: the lock is held for the server's life.
@@ -151,8 +155,14 @@ class Server {
   }
 
  private:
+  // A server that cannot serve here says so in the folder: clients stop
+  // starting one (and paying its LibTorch load) until the grader is rebuilt.
   int fail(const std::string& why) {
     std::fprintf(stderr, "grade --warm-server: %s\n", why.c_str());
+    if (FILE* note = std::fopen(unavailable_in(folder_).c_str(), "w")) {
+      std::fprintf(note, "%s\n", why.c_str());
+      std::fclose(note);
+    }
     return 1;
   }
 
@@ -161,12 +171,16 @@ class Server {
     return stat(socket_path_.c_str(), &st) == 0 && st.st_ino == socket_ino_;
   }
 
+  // Takes no more commands; a successor may start at once (the lock is
+  // released) while the commands under way end here.
   void stop_listening() {
     if (listener_ < 0) return;
     close(listener_);
     listener_ = -1;
     // Only this server's socket: a successor may have bound its own meanwhile.
     if (socket_is_ours()) unlink(socket_path_.c_str());
+    close(lock_);
+    lock_ = -1;
   }
 
   void serve() {
@@ -178,17 +192,21 @@ class Server {
       // A socket removed or replaced (its build folder deleted): nobody can reach this server.
       if (listener_ >= 0 && !socket_is_ours()) stopping = true;
       if (commands_.empty()) {
+        retired_.clear();  // zygotes a rebuild replaced: no command of this server uses them any more
         if (stopping) return;
         if (std::chrono::duration<double>(Clock::now() - idle_since).count() >= idle_limit) return;
       }
+      reap_unwatched();
       std::vector<pollfd> fds;
       fds.push_back({stop_pipe[0], POLLIN, 0});
       if (listener_ >= 0) fds.push_back({listener_, POLLIN, 0});
+      bool unwatched = false;
       for (const auto& command : commands_) {
-        fds.push_back({command.pidfd, POLLIN, 0});
+        if (command.pidfd >= 0) fds.push_back({command.pidfd, POLLIN, 0});
+        unwatched |= command.pidfd < 0;
         if (command.client >= 0) fds.push_back({command.client, POLLIN, 0});
       }
-      if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) return;
+      if (poll(fds.data(), fds.size(), unwatched ? 100 : 1000) < 0 && errno != EINTR) return;
       for (const auto& fd : fds) {
         if (!fd.revents) continue;
         if (fd.fd == stop_pipe[0]) {
@@ -241,14 +259,14 @@ class Server {
       others.push_back(command.pidfd);
       if (command.client >= 0) others.push_back(command.client);
     }
-    const pid_t pid = fork();
+    const pid_t pid = fork_command();
     if (pid == 0) run_command(*request, streams, others, hooks_);
     for (int fd : streams) close(fd);
     if (pid < 0) {
       close(client);
       return true;
     }
-    hold_child(pid);
+    // Without a pidfd (out of descriptors) its end is polled for (reap_unwatched).
     Command command{pid, static_cast<int>(syscall(SYS_pidfd_open, pid, 0)), client};
     write_all(client, &kAccepted, 1);
     commands_.push_back(command);
@@ -274,18 +292,34 @@ class Server {
       }
       if (fd == command.pidfd) {
         int status = 0;
-        if (waitpid(command.pid, &status, 0) == command.pid && command.client >= 0) {
-          const auto message = WIFSIGNALED(status) ? status_message(kSignalled, WTERMSIG(status))
-                                                   : status_message(kExited, WEXITSTATUS(status));
-          write_all(command.client, message.data(), message.size());
-        }
-        release_child(command.pid);
-        close(command.pidfd);
-        if (command.client >= 0) close(command.client);
-        commands_.erase(commands_.begin() + static_cast<std::ptrdiff_t>(i));
+        if (waitpid(command.pid, &status, 0) == command.pid) end(i, status);
         return;
       }
     }
+  }
+
+  // Commands whose end no pidfd announces.
+  void reap_unwatched() {
+    for (size_t i = 0; i < commands_.size(); ++i) {
+      int status = 0;
+      if (commands_[i].pidfd < 0 && waitpid(commands_[i].pid, &status, WNOHANG) == commands_[i].pid) {
+        end(i--, status);
+      }
+    }
+  }
+
+  // Command i ended with `status`: its client is told, and it is forgotten.
+  void end(size_t i, int status) {
+    auto& command = commands_[i];
+    if (command.client >= 0) {
+      const auto message = WIFSIGNALED(status) ? status_message(kSignalled, WTERMSIG(status))
+                                               : status_message(kExited, WEXITSTATUS(status));
+      write_all(command.client, message.data(), message.size());
+      close(command.client);
+    }
+    release_child(command.pid);
+    if (command.pidfd >= 0) close(command.pidfd);
+    commands_.erase(commands_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
   std::string folder_;
@@ -295,6 +329,10 @@ class Server {
   std::string socket_path_;
   ino_t socket_ino_ = 0;
   std::vector<Command> commands_;
+  std::vector<std::shared_ptr<Zygote>> retired_;  // replaced while commands ran (keep_replaced_zygotes)
+
+ public:
+  void retire(std::shared_ptr<Zygote> zygote) { retired_.push_back(std::move(zygote)); }
 };
 
 }  // namespace
@@ -307,7 +345,10 @@ int serve(const std::string& folder, int ready_fd, const ServerHooks& hooks) {
   action.sa_flags = SA_RESTART;
   for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-  const int code = Server(folder, hooks).run(ready_fd);
+  Server server(folder, hooks);
+  keep_replaced_zygotes([&server](std::shared_ptr<Zygote> zygote) { server.retire(std::move(zygote)); });
+  const int code = server.run(ready_fd);
+  keep_replaced_zygotes(nullptr);
   close_zygotes();
   return code;
 }
