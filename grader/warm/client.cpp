@@ -80,7 +80,11 @@ bool start_server(const std::string& folder) {
     // pipes) stays open in the server: 0-2 are /dev/null, 3 the ready pipe.
     const int null = open("/dev/null", O_RDWR);
     for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
-    dup2(ready[1], 3);  // not close-on-exec
+    if (ready[1] == 3) {
+      fcntl(3, F_SETFD, 0);  // dup2 onto itself would leave it close-on-exec
+    } else {
+      dup2(ready[1], 3);  // not close-on-exec
+    }
     if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0) {
       for (int fd = 4; fd < 65536; ++fd) close(fd);
     }
@@ -131,8 +135,9 @@ void on_signal(int signal) {
 // Whether a server said it cannot serve here since the grader was last built.
 bool said_unavailable(const std::string& folder) {
   struct stat note {}, grader {};
-  return stat(unavailable_in(folder).c_str(), &note) == 0 && stat(grader_argv[0], &grader) == 0 &&
-         note.st_mtim.tv_sec >= grader.st_mtim.tv_sec;
+  if (stat(unavailable_in(folder).c_str(), &note) != 0 || stat(grader_argv[0], &grader) != 0) return false;
+  return note.st_mtim.tv_sec > grader.st_mtim.tv_sec ||
+         (note.st_mtim.tv_sec == grader.st_mtim.tv_sec && note.st_mtim.tv_nsec >= grader.st_mtim.tv_nsec);
 }
 
 int main(int argc, char** argv) {

@@ -1,6 +1,7 @@
 #include "warm/server.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -131,7 +132,8 @@ class Server {
     lock_ = open((folder_ + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lock_ < 0 || flock(lock_, LOCK_EX | LOCK_NB) != 0) return 0;  // another one serves
     const int probe = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
-    if (probe < 0) return fail("this kernel has no pidfd_open (Linux 5.3)");
+    if (probe < 0 && errno == ENOSYS) return fail("this kernel has no pidfd_open (Linux 5.3)", true);
+    if (probe < 0) return fail(std::string("pidfd_open: ") + std::strerror(errno));
     close(probe);
     listener_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un address{};
@@ -155,10 +157,11 @@ class Server {
   }
 
  private:
-  // A server that cannot serve here says so in the folder: clients stop
-  // starting one (and paying its LibTorch load) until the grader is rebuilt.
-  int fail(const std::string& why) {
+  // Where it never can (`lasting`), a server says so in the folder: clients
+  // stop starting one (and paying its LibTorch load) until the grader is rebuilt.
+  int fail(const std::string& why, bool lasting = false) {
     std::fprintf(stderr, "grade --warm-server: %s\n", why.c_str());
+    if (!lasting) return 1;
     if (FILE* note = std::fopen(unavailable_in(folder_).c_str(), "w")) {
       std::fprintf(note, "%s\n", why.c_str());
       std::fclose(note);
@@ -259,8 +262,15 @@ class Server {
       others.push_back(command.pidfd);
       if (command.client >= 0) others.push_back(command.client);
     }
+    // The server's stop handler must not run in the command before it has its
+    // own: a signal the client forwards at once stays pending until then.
+    sigset_t stops, before;
+    sigemptyset(&stops);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, signal);
+    pthread_sigmask(SIG_BLOCK, &stops, &before);
     const pid_t pid = fork_command();
     if (pid == 0) run_command(*request, streams, others, hooks_);
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
     for (int fd : streams) close(fd);
     if (pid < 0) {
       close(client);
