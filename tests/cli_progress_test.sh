@@ -49,8 +49,12 @@ grep -q "solutions/exercise_mhsa/mhsa.cpp" <<<"$out" && grep -q "MultiHeadSelfAt
   fail "solution --reveal printed: ${out:0:300}"
 
 # A grade killed midway (SIGKILL while it compiles or runs): the progress is what it was.
+# Its scratch folder (which nothing can remove after a SIGKILL) goes with the test's
+# folder, not into the machine's temporary folder.
+chmod 711 "$work"  # the sandbox's user must pass through to the scratch folder
+mkdir "$work/tmp" && chmod 1777 "$work/tmp"
 cp "$GRADE_PROGRESS" "$work/before.json"
-"${grade[@]}" exercise_mhsa >/dev/null 2>&1 &
+TMPDIR=$work/tmp "${grade[@]}" exercise_mhsa >/dev/null 2>&1 &
 pid=$!
 sleep 1
 kill -KILL "$pid" 2>/dev/null
