@@ -147,10 +147,7 @@ int warm_server(int argc, char** argv) {
 #ifdef GRADER_TORCH_HAS_CUDA
   // A CUDA context does not survive a fork, and finding a GPU would make one.
   // Said in the folder, so that clients stop starting a server here.
-  if (std::FILE* note = std::fopen(grader::warm::unavailable_in(argv[2]).c_str(), "w")) {
-    std::fputs("not with a CUDA LibTorch: each command starts its own grader\n", note);
-    std::fclose(note);
-  }
+  grader::warm::say_unavailable(argv[2], "not with a CUDA LibTorch: each command starts its own grader");
   return 1;
 #endif
   const std::string folder = std::filesystem::absolute(argv[2]).string();

@@ -12,10 +12,15 @@
 
 namespace grader {
 
+// Seconds since the epoch, now (the clock GRADE_STARTED is read against).
+inline double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 namespace detail {
 // The start as the environment gives it now (see command_started).
 inline double command_start_from_environment() {
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = epoch_seconds();
   const char* given = std::getenv("GRADE_STARTED");
   const char* by = std::getenv("GRADE_STARTED_PID");
   if (!given || !*given || !by || std::strtol(by, nullptr, 10) != static_cast<long>(::getpid())) return now;
@@ -44,10 +49,7 @@ inline double command_started() { return detail::command_start_slot(); }
 inline void restart_command_clock() { detail::command_start_slot() = detail::command_start_from_environment(); }
 
 // Seconds from the command's start to now.
-inline double seconds_since_command() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
-         command_started();
-}
+inline double seconds_since_command() { return epoch_seconds() - command_started(); }
 
 // Whether `path` was last written before the command started (false where it
 // cannot be read).

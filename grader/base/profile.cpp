@@ -3,17 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <mutex>
 
 #include "base/command_clock.h"
 
 namespace grader::profile {
 namespace {
-
-double epoch_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 struct Book {
   std::mutex mutex;
@@ -40,11 +35,13 @@ Span::Span(std::string name) : name_(std::move(name)), begin_(now()), depth_(ope
 
 Span::~Span() { end(); }
 
-void Span::end() {
-  if (ended_) return;
+double Span::end() {
+  if (ended_) return seconds_;
   ended_ = true;
   --open_spans;
-  record(name_, begin_, now() - begin_, depth_);
+  seconds_ = now() - begin_;
+  record(name_, begin_, seconds_, depth_);
+  return seconds_;
 }
 
 void record(std::string name, double begin, double seconds, int depth) {

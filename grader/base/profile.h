@@ -25,13 +25,16 @@ class Span {
   ~Span();
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
-  void end();  // records now (once); the destructor does nothing after it
+  // Records it now (once; the destructor does nothing after it) and returns
+  // how long it took.
+  double end();
 
  private:
   std::string name_;
   double begin_ = 0;
   int depth_ = 0;
   bool ended_ = false;
+  double seconds_ = 0;
 };
 
 // A span measured elsewhere (the grade script's own part, from the times it

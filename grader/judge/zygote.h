@@ -101,5 +101,4 @@ void borrow_zygotes_after_fork();
 // ended at once (a grader's own zygotes).
 void keep_replaced_zygotes(std::function<void(std::shared_ptr<Zygote>)> keeper);
 
-
 }  // namespace grader

@@ -17,11 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <cstring>
+#include <iostream>
 #include <random>
 #include <string>
 #include <tuple>
@@ -163,10 +163,6 @@ int64_t writable_bytes_of(const char* file) {
 
 }  // namespace
 
-// Runs the request on fd 3 against the shared object `submission_file`, the
-// results on fd 4 (a fresh runner's main, or a zygote's child: zygote.h).
-// `shown_name` stands for `submission_file` in what the grader is sent;
-// `object_fd`, where it is open, is closed once it is loaded.
 namespace {
 
 // Whether the results are sent; the learner's loaded object.
@@ -193,6 +189,13 @@ void run_learner_finalizers() {
   if (fini) reinterpret_cast<Finalizer>(map->l_addr + fini)();
 }
 
+// An exit() a finalizer calls ends here, with its status, before the loader's
+// own end would run the finalizers a second time.
+void end_now(int status, void*) {
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
 // Registered just before learner code loads. exit() runs what was registered
 // after it first: the learner's static destructors and atexit handlers, the
 // driver's; then this, which runs the learner object's finalizers and ends
@@ -201,13 +204,6 @@ void run_learner_finalizers() {
 // hang or another exit status from the learner's exit code is still its own,
 // as before. An exit before the results are sent (learner code calling exit
 // during a case) runs everything, as before.
-// An exit() a finalizer calls ends here, with its status, before the loader's
-// own end would run the finalizers a second time.
-void end_now(int status, void*) {
-  std::fflush(nullptr);
-  std::_Exit(status);
-}
-
 void end_before_libtorch_teardown(int status, void*) {
   if (!results_sent.load()) return;
   on_exit(end_now, nullptr);  // runs first in an exit() called from here on
@@ -220,6 +216,10 @@ void end_before_libtorch_teardown(int status, void*) {
 
 }  // namespace
 
+// Runs the request on fd 3 against the shared object `submission_file`, the
+// results on fd 4 (a fresh runner's main, or a zygote's child: zygote.h).
+// `shown_name` stands for `submission_file` in what the grader is sent;
+// `object_fd`, where it is open, is closed once it is loaded.
 int grader::run_submission(const char* submission_file, const std::string& shown_name, bool filter, int object_fd) {
   // Private channel: move it off the well-known fd 4, to a descriptor learner
   // code cannot guess, before any learner code runs.

@@ -130,8 +130,6 @@ void on_signal(int signal) {
   std::_Exit(value);
 }
 
-}  // namespace
-
 // Whether a server said it cannot serve here since the grader was last built.
 bool said_unavailable(const std::string& folder) {
   struct stat note {}, grader {};
@@ -139,6 +137,8 @@ bool said_unavailable(const std::string& folder) {
   return note.st_mtim.tv_sec > grader.st_mtim.tv_sec ||
          (note.st_mtim.tv_sec == grader.st_mtim.tv_sec && note.st_mtim.tv_nsec >= grader.st_mtim.tv_nsec);
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {

@@ -100,6 +100,13 @@ std::string folder_for(const std::string& build_dir, uid_t uid) {
 
 std::string unavailable_in(const std::string& folder) { return folder + "/unavailable"; }
 
+void say_unavailable(const std::string& folder, const std::string& why) {
+  if (FILE* note = std::fopen(unavailable_in(folder).c_str(), "w")) {
+    std::fprintf(note, "%s\n", why.c_str());
+    std::fclose(note);
+  }
+}
+
 std::string socket_in(const std::string& folder) {
   const std::string path = folder + "/socket";
   return path.size() < sizeof(sockaddr_un{}.sun_path) ? path : std::string();

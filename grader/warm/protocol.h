@@ -54,9 +54,10 @@ std::optional<Request> decode(const std::string& bytes);
 std::string folder_for(const std::string& build_dir, uid_t uid);
 std::string socket_in(const std::string& folder);
 // The file a server that cannot serve here (a CUDA LibTorch, an old kernel)
-// leaves in the folder, with its reason: the client then runs the grader
-// itself without starting a server, until the grader is rebuilt.
+// leaves in the folder, with its reason (say_unavailable): the client then
+// runs the grader itself without starting a server, until the grader is rebuilt.
 std::string unavailable_in(const std::string& folder);
+void say_unavailable(const std::string& folder, const std::string& why);
 // Makes `folder` where missing; whether it is a directory (not a link) of
 // this user's that nobody else may enter.
 bool private_folder(const std::string& folder);

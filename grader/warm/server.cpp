@@ -161,11 +161,7 @@ class Server {
   // stop starting one (and paying its LibTorch load) until the grader is rebuilt.
   int fail(const std::string& why, bool lasting = false) {
     std::fprintf(stderr, "grade --warm-server: %s\n", why.c_str());
-    if (!lasting) return 1;
-    if (FILE* note = std::fopen(unavailable_in(folder_).c_str(), "w")) {
-      std::fprintf(note, "%s\n", why.c_str());
-      std::fclose(note);
-    }
+    if (lasting) say_unavailable(folder_, why);
     return 1;
   }
 
