@@ -7,8 +7,9 @@
 // end, the virtual functions of module classes it never uses (the vtables the
 // headers name): about 2 s of clang's time in each submission on 2 cores, for
 // an empty file. An explicit instantiation declaration (`extern template`)
-// tells the compiler the definitions are elsewhere (torch_api_support.cpp,
-// linked into every exercise's library), which suppresses part of that work.
+// tells the compiler the definitions are elsewhere (torch_api_support.cpp, in
+// build/exercise-libraries/libgrader_torch_api.so with the module's compiled
+// inline functions), which suppresses part of that work.
 // A class belongs on this list only where the declaration measurably removes
 // work: check with clang's -ftime-trace on an empty submission
 // (docs/performance.md, "the <torch/torch.h> file"). The others on the trace

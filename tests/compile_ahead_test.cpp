@@ -6,6 +6,9 @@
 
 #include "judge/compile.h"
 #include "corpus_support.h"
+#include "judge/compile_step.h"
+#include "judge/confinement.h"
+#include "judge/early_link.h"
 #include "judge/grade.h"
 #include "judge/toolchain.h"
 
@@ -125,6 +128,48 @@ TEST(CompileAhead, GivesTheReportOfACompileOfTheFile) {
   EXPECT_EQ(rebuilt.verdict, grader::Verdict::passed) << essentials(rebuilt);
   EXPECT_FALSE(rebuilt.compile_ahead);
   fs::remove_all(dir);
+}
+
+// Every grade's link is started before its object exists and reads the
+// object from a pipe (early_link.h): that must give the shared object a link
+// of the file gives, say what goes wrong in the file's name, and write
+// nothing when it is never given an object.
+TEST(EarlyLink, LinksAsTheFileWouldNamesItAndLeavesNothingUnused) {
+  const auto toolchain = grader::load_toolchain(kBuild / "toolchain.txt");
+  if (toolchain.link_command.empty()) GTEST_SKIP() << "the linker's command is unknown here: nothing is linked early";
+  const auto exercise = grader::load_exercise(kRoot / "exercises/exercise_sdpa");
+  const auto sandbox = grader::detect_sandbox(grader::SandboxMode::automatic, toolchain.seccomp);
+  const grader::ScratchFolder scratch(fs::temp_directory_path(), false, sandbox.drop_to_nobody);
+  const auto& dir = scratch.path();
+  const auto confinement = grader::grade_confinement(toolchain, exercise, kRoot, kBuild, dir, {}, dir);
+  const grader::Step step{exercise, dir, sandbox, confinement};
+  const auto library = toolchain.drivers.at(exercise.id);
+  const auto pch = grader::precompiled_header(toolchain, exercise, false);
+  fs::copy_file(kRoot / "solutions/exercise_sdpa/sdpa.cpp", dir / "sdpa.cpp");
+  auto compiled = step.run(grader::compiler_argv(toolchain, exercise, pch, dir / "sdpa.cpp", dir));
+  ASSERT_TRUE(compiled.exited_cleanly()) << compiled.stderr_text;
+  const auto object = dir / "submission.o";
+
+  auto direct = step.run(grader::linker_argv(toolchain, library, pch, dir / "direct.so", object));
+  ASSERT_TRUE(direct.exited_cleanly()) << direct.stderr_text;
+  auto early = grader::EarlyLink::start(step, toolchain, library, pch, dir / "early.so");
+  ASSERT_TRUE(early);
+  EXPECT_EQ(early->output(), dir / "early.so");
+  EXPECT_TRUE(early->waiting());
+  auto linked = early->finish(read(object), object);
+  ASSERT_TRUE(linked.exited_cleanly()) << linked.stderr_text;
+  EXPECT_EQ(read(dir / "early.so"), read(dir / "direct.so")) << "the same bytes as a link of the file";
+
+  auto refused = grader::EarlyLink::start(step, toolchain, library, pch, dir / "refused.so");
+  ASSERT_TRUE(refused);
+  auto failed = refused->finish("not an object file", object);
+  EXPECT_FALSE(failed.exited_cleanly());
+  EXPECT_NE(failed.stderr_text.find(object.string()), std::string::npos) << failed.stderr_text;
+  EXPECT_EQ(failed.stderr_text.find("/dev/fd/3"), std::string::npos) << failed.stderr_text;
+  EXPECT_FALSE(fs::exists(dir / "refused.so"));
+
+  grader::EarlyLink::start(step, toolchain, library, pch, dir / "unused.so").reset();
+  EXPECT_FALSE(fs::exists(dir / "unused.so")) << "stopped before it was given an object";
 }
 
 }  // namespace

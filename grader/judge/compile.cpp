@@ -15,7 +15,9 @@
 
 #include "judge/compile_cache.h"
 #include "judge/compile_step.h"
+#include "judge/early_link.h"
 #include "base/command_clock.h"
+#include "base/profile.h"
 #include "base/errors.h"
 #include "judge/include_policy.h"
 #include "judge/symbol_rules.h"
@@ -103,6 +105,9 @@ struct Compilation {
   std::string shown_as;  // the source's path as the learner knows it
   std::vector<std::string> argv;  // the compiler's command
   EarlyCompile* ahead = nullptr;  // a compile ahead to use (grade watch), or none
+  // The linker, started before the object exists (EarlyLink); none where
+  // the link goes through the compiler's driver.
+  std::unique_ptr<EarlyLink> linker;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   CompileResult result;
 
@@ -331,22 +336,8 @@ std::optional<std::string> second_symbol_list(const Compilation& c, const std::s
 // through the compiler's driver. Without a learner object: the control link.
 std::vector<std::string> link_argv(const Compilation& c, bool direct, const fs::path& output,
                                    const fs::path& learner_object) {
-  std::vector<std::string> link;
-  if (direct) {
-    for (const auto& arg : c.toolchain.link_command) {
-      if (arg == "@OBJECT@") {
-        if (!learner_object.empty()) link.push_back(learner_object.string());
-      } else {
-        link.push_back(arg == "@OUTPUT@" ? output.string() : arg == "@LIBRARY@" ? c.driver.string() : arg);
-      }
-    }
-    return link;
-  }
-  link = {c.toolchain.cxx, "-shared", "-o", output.string()};
-  if (!learner_object.empty()) link.push_back(learner_object.string());
-  link.push_back(c.driver.string());
-  link.insert(link.end(), c.toolchain.link_options.begin(), c.toolchain.link_options.end());
-  return link;
+  return direct ? linker_argv(c.toolchain, c.driver, c.pch, output, learner_object)
+                : driver_link_argv(c.toolchain, c.driver, c.pch, output, learner_object);
 }
 
 // Links the learner's object with the driver; false where the learner's
@@ -362,7 +353,14 @@ bool link(Compilation& c) {
     }
     argv.push_back("-lcudart");
   }
-  auto linked = c.step.run(argv);
+  ChildOutcome linked;
+  if (direct && c.linker && c.linker->waiting() && c.linker->output() == c.result.shared_object) {
+    profile::Span span("ld.lld (started before the object was)");
+    linked = c.linker->finish(read_file(c.object), c.object);
+  } else {
+    linked = c.step.run(argv);
+  }
+  c.linker.reset();
   if (!linked.exited_cleanly() && !linked.timed_out && direct) {
     // The linker's command is what the driver said at configure time: a
     // toolchain updated since may have moved its files. The driver decides.
@@ -446,6 +444,11 @@ CompileResult compile_submission(const Toolchain& toolchain, const Exercise& exe
   CacheUse cache;
   if (!look_up(c, cache_dir, sandbox.describe(), cache)) return c.finished();
   if (!cache.hit) {
+    // Started ahead with the compile ahead (grade watch), else now, beside the compiler.
+    if (c.ahead)
+      c.linker = c.ahead->take_linker();
+    else if (!c.cuda)
+      c.linker = EarlyLink::start(c.step, c.toolchain, c.driver, c.pch, c.result.shared_object);
     if (!run_compiler(c, cache)) return c.finished();
     if (auto refused = refused_include(c)) return c.failed(*refused);
   }

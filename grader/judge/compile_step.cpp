@@ -99,6 +99,41 @@ std::vector<std::string> pch_options(const Toolchain& toolchain, const fs::path&
   return options;
 }
 
+namespace {
+std::vector<std::string> libraries_to_link(const Toolchain& toolchain, const fs::path& library, const fs::path& pch) {
+  std::vector<std::string> libraries = {library.string()};
+  if (on_torch_module(toolchain, pch) && !toolchain.torch_api_library.empty())
+    libraries.push_back(toolchain.torch_api_library);
+  return libraries;
+}
+}  // namespace
+
+std::vector<std::string> linker_argv(const Toolchain& toolchain, const fs::path& library, const fs::path& pch,
+                                     const fs::path& output, const fs::path& object) {
+  std::vector<std::string> link;
+  for (const auto& arg : toolchain.link_command) {
+    if (arg == "@OBJECT@") {
+      if (!object.empty()) link.push_back(object.string());
+    } else if (arg == "@LIBRARY@") {
+      auto libraries = libraries_to_link(toolchain, library, pch);
+      link.insert(link.end(), libraries.begin(), libraries.end());
+    } else {
+      link.push_back(arg == "@OUTPUT@" ? output.string() : arg);
+    }
+  }
+  return link;
+}
+
+std::vector<std::string> driver_link_argv(const Toolchain& toolchain, const fs::path& library, const fs::path& pch,
+                                          const fs::path& output, const fs::path& object) {
+  std::vector<std::string> link = {toolchain.cxx, "-shared", "-o", output.string()};
+  if (!object.empty()) link.push_back(object.string());
+  auto libraries = libraries_to_link(toolchain, library, pch);
+  link.insert(link.end(), libraries.begin(), libraries.end());
+  link.insert(link.end(), toolchain.link_options.begin(), toolchain.link_options.end());
+  return link;
+}
+
 std::vector<std::string> compiler_argv(const Toolchain& toolchain, const Exercise& exercise, const fs::path& pch,
                                        const fs::path& source, const fs::path& work_dir) {
   bool gcc_style = toolchain.cxx.find("clang") == std::string::npos;

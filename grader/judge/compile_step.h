@@ -60,6 +60,19 @@ std::vector<std::string> pch_options(const Toolchain& toolchain, const std::file
 // Whether `pch` is LibTorch's API module or an interface precompiled on it.
 bool on_torch_module(const Toolchain& toolchain, const std::filesystem::path& pch);
 
+// The link of a submission's object (none: the control link, which shows
+// whether the libraries link at all) into `output`, with the exercise's
+// library and, for code compiled on LibTorch's API module, the library of
+// that module's compiled inline functions: by the linker's own command, which
+// the build asked the compiler's driver for (Toolchain::link_command), or
+// through the driver.
+std::vector<std::string> linker_argv(const Toolchain& toolchain, const std::filesystem::path& library,
+                                     const std::filesystem::path& pch, const std::filesystem::path& output,
+                                     const std::filesystem::path& object);
+std::vector<std::string> driver_link_argv(const Toolchain& toolchain, const std::filesystem::path& library,
+                                          const std::filesystem::path& pch, const std::filesystem::path& output,
+                                          const std::filesystem::path& object);
+
 // The C++ compiler's command for `source`, into work_dir's submission.o
 // (dependencies: submission.d).
 std::vector<std::string> compiler_argv(const Toolchain& toolchain, const Exercise& exercise,

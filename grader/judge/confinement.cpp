@@ -24,7 +24,8 @@ Confinement grade_confinement(const Toolchain& toolchain, const Exercise& exerci
   if (!toolchain.pch_base.empty()) confinement.read_only.push_back(toolchain.pch_base);
   if (auto api = toolchain.api_pchs.find(exercise.id); api != toolchain.api_pchs.end())
     confinement.read_only.push_back(api->second.string());
-  for (const auto& file : {toolchain.torch_module, toolchain.torch_module_map, toolchain.torch_api_header}) {
+  for (const auto& file :
+       {toolchain.torch_module, toolchain.torch_module_map, toolchain.torch_api_header, toolchain.torch_api_library}) {
     if (!file.empty()) confinement.read_only.push_back(file);
   }
   confinement.writable = confinement.work_dir = scratch.string();

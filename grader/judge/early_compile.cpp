@@ -81,6 +81,8 @@ EarlyCompile::EarlyCompile(const Toolchain& toolchain, const Exercise& exercise,
   auto spec = step.spec(argv_);
   spec.request_by_path = true;  // the stub includes it
   child_ = std::make_unique<EarlyChild>(std::move(spec));
+  if (auto library = toolchain.drivers.find(exercise.id); library != toolchain.drivers.end())
+    linker_ = EarlyLink::start(step, toolchain, library->second, pch_, work_dir / "submission.so");
 }
 
 EarlyCompile::~EarlyCompile() = default;

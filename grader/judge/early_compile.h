@@ -4,7 +4,8 @@
 // 0.3 s), then waits for the source, which a stub file includes from a pipe.
 // Its wall-clock limit counts from the source's arrival; compile_submission
 // uses it when it loaded the header the source needs, and compiles the source
-// as itself otherwise. Destroyed unused, it is stopped.
+// as itself otherwise. The link of its object is started with it
+// (EarlyLink). Destroyed unused, both are stopped.
 #pragma once
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "exercise/exercise.h"
+#include "judge/early_link.h"
 #include "judge/process.h"
 #include "judge/sandbox.h"
 #include "judge/toolchain.h"
@@ -41,12 +43,16 @@ class EarlyCompile {
   // The source keeps its lines and its file name in the compiler's messages,
   // which hold no line of the stub.
   ChildOutcome finish(const std::string& text, const std::filesystem::path& source);
+  // The link started with it, for its object (work_dir's submission.so, with
+  // the libraries its header needs); null where none was started. Once.
+  std::unique_ptr<EarlyLink> take_linker() { return std::move(linker_); }
 
  private:
   std::filesystem::path pch_, stub_, pipe_;
   std::string token_;
   std::vector<std::string> argv_;
   std::unique_ptr<EarlyChild> child_;
+  std::unique_ptr<EarlyLink> linker_;
 };
 
 }  // namespace grader

@@ -50,6 +50,8 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.pch_base = value;
     else if (key == "torch_api_header")
       toolchain.torch_api_header = value;
+    else if (key == "torch_api_library")
+      toolchain.torch_api_library = value;
     else if (key == "nvcc")
       toolchain.nvcc = value;
     else if (key == "nvcc_arch")

@@ -38,6 +38,10 @@ struct Toolchain {
   std::string torch_module;
   std::string torch_module_map;
   std::string torch_api_header;
+  // What a submission compiled on that module links to besides its exercise's
+  // library: the module's compiled inline functions (and what
+  // torch_api_support.h declares extern).
+  std::string torch_api_library;
   // exercise id -> its interface header precompiled on top of that module
   // (what a submission that includes <torch/torch.h> is compiled with).
   std::map<std::string, std::filesystem::path> api_pchs;

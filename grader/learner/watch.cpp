@@ -53,20 +53,27 @@ class FileEvents {
   bool ok() const { return fd_ >= 0; }
   int fd() const { return fd_; }
 
-  // Reads what is pending; true if any of it was the watched file.
-  bool drain() {
-    bool ours = false;
+  // What the pending events say of the watched file (read now).
+  struct Seen {
+    bool ours = false;     // any event of the watched file
+    bool written = false;  // a write of it ended (closed after writing, or renamed into place)
+  };
+  Seen drain() {
+    Seen seen;
     alignas(inotify_event) char buffer[16384];
     for (;;) {
       ssize_t got = ::read(fd_, buffer, sizeof buffer);
       if (got <= 0) break;
       for (ssize_t at = 0; at < got;) {
         auto* event = reinterpret_cast<inotify_event*>(buffer + at);
-        if (event->len > 0 && name_ == event->name) ours = true;
+        if (event->len > 0 && name_ == event->name) {
+          seen.ours = true;
+          if (event->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) seen.written = true;
+        }
         at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
       }
     }
-    return ours;
+    return seen;
   }
 
  private:
@@ -89,14 +96,18 @@ Woken wait_for_change(FileEvents* events, bool manual) {
       if (!std::getline(std::cin, line)) return Woken::stop;  // end of input
       return Woken::change;
     }
-    if (!events->drain()) continue;
-    // Quiet for 40 ms: the save is complete (the events of one save come
-    // within a millisecond or two; a later one grades again after this grade).
+    auto seen = events->drain();
+    if (!seen.ours) continue;
+    // Then quiet: the save is complete. The events of one save come within a
+    // millisecond or two; once a write of the file has ended, 5 ms of quiet
+    // is enough, else 40 (a file just created, still being written). A later
+    // save grades again after this grade.
     for (;;) {
       pollfd quiet[2] = {{wake_pipe[0], POLLIN, 0}, {events->fd(), POLLIN, 0}};
-      if (::poll(quiet, 2, 40) <= 0) break;
+      if (::poll(quiet, 2, seen.written ? 5 : 40) <= 0) break;
       if (watch_stop_requested) return Woken::stop;
-      events->drain();
+      auto more = events->drain();
+      seen.written = seen.written || more.written;
     }
     return Woken::change;
   }
