@@ -1,6 +1,7 @@
 // grade watch compiles a save with a compiler started before it (compile.h:
 // EarlyCompile). Whatever the source, that must give the report a compile of
 // the file itself gives: same verdict, checks and compiler messages.
+#include <algorithm>
 #include <random>
 #include <regex>
 
@@ -159,6 +160,22 @@ TEST(EarlyLink, LinksAsTheFileWouldNamesItAndLeavesNothingUnused) {
   auto linked = early->finish(read(object), object);
   ASSERT_TRUE(linked.exited_cleanly()) << linked.stderr_text;
   EXPECT_EQ(read(dir / "early.so"), read(dir / "direct.so")) << "the same bytes as a link of the file";
+
+  // A file that includes all of LibTorch's API links against the library of
+  // the API's compiled inline functions too, early or not.
+  const auto api = grader::precompiled_header(toolchain, exercise, true);
+  if (!toolchain.torch_api_library.empty() && grader::on_torch_module(toolchain, api)) {
+    std::ofstream(dir / "sdpa_api.cpp", std::ios::binary) << "#include <torch/torch.h>\n" << read(dir / "sdpa.cpp");
+    auto api_compiled = step.run(grader::compiler_argv(toolchain, exercise, api, dir / "sdpa_api.cpp", dir));
+    ASSERT_TRUE(api_compiled.exited_cleanly()) << api_compiled.stderr_text;
+    auto argv = grader::linker_argv(toolchain, library, api, dir / "api_direct.so", object);
+    EXPECT_NE(std::find(argv.begin(), argv.end(), toolchain.torch_api_library), argv.end());
+    ASSERT_TRUE(step.run(argv).exited_cleanly());
+    auto api_early = grader::EarlyLink::start(step, toolchain, library, api, dir / "api_early.so");
+    ASSERT_TRUE(api_early);
+    ASSERT_TRUE(api_early->finish(read(object), object).exited_cleanly());
+    EXPECT_EQ(read(dir / "api_early.so"), read(dir / "api_direct.so"));
+  }
 
   auto refused = grader::EarlyLink::start(step, toolchain, library, pch, dir / "refused.so");
   ASSERT_TRUE(refused);

@@ -45,7 +45,8 @@ const SymbolRule kJudgeRules[] = {
      "cpu"},
     {"2at38composite", "calls an operator's composite implementation directly, bypassing the dispatcher", false, false,
      "cpu"},
-    // at::redispatch:: is inline in LibTorch's headers: found in the learner's own object.
+    // at::redispatch:: is inline in LibTorch's headers: compiled into the learner's
+    // object, or imported from the grader's compiled headers, under its own name.
     {"2at10redispatch", "re-dispatches an operator past the dispatcher's recording", false},
     {"10redispatchE", "re-dispatches an operator past the dispatcher's recording", false, false, "cpu"},
     {"12VariableType", "calls autograd's kernels directly, bypassing the dispatcher", false, false, "cpu"},
@@ -196,7 +197,8 @@ SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exerc
         if (rule.refuses_run && refusing.empty()) refusing = std::string("your code ") + rule.why;
       }
     }
-    // The exercise's built-ins, wherever they appear (inline ones are compiled in).
+    // The exercise's built-ins, wherever they appear (an inline one is compiled
+    // in, or imported from the grader's compiled headers, under its own name).
     for (const auto& pattern : exercise.forbidden_symbols) {
       if (symbol->name.find(pattern) != std::string::npos) note(pattern + " is compiled into your code", symbol->name);
     }

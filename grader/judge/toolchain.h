@@ -30,7 +30,9 @@ struct Toolchain {
   std::string pch_support;  // grader/pch_support.h: read with the precompiled headers
   std::vector<std::string> link_options;  // for linking submissions: a faster linker, and what it must refuse
   // The linker's command that `cxx -shared -o @OUTPUT@ @OBJECT@ @LIBRARY@` plus
-  // link_options runs (asked of the driver at configure time); empty: link through cxx.
+  // link_options runs (asked of the driver at configure time); empty: link through
+  // cxx. @LIBRARY@ stands for the libraries a submission links against (its
+  // exercise's, and torch_api_library for code compiled on LibTorch's API module).
   std::vector<std::string> link_command;
   // LibTorch's whole C++ API (<torch/torch.h>) as a prebuilt Clang module
   // (with the prelude and pch_support.h), its module map, and
