@@ -17,6 +17,7 @@
 #include "checks/kit/kit.h"
 #include "judge/compile.h"
 #include "judge/include_policy.h"
+#include "judge/inline_reach.h"
 #include "judge/symbol_rules.h"
 #include "base/errors.h"
 #include "exercise/exercise.h"
@@ -196,6 +197,103 @@ TEST(SymbolRules, ImportsAndNamesThatEvadeTheRecordingAreFound) {
   EXPECT_TRUE(found("     1: 0000000000000000     0 FILE    LOCAL  DEFAULT  ABS multi_head_attention_forward.cpp\n"
                     "     2: 0000000000000000     0 SECTION LOCAL  DEFAULT    5 .text.MultiheadAttentionImpl\n")
                   .empty());
+}
+
+// An inline function of LibTorch's that the grader compiled (inline_reach.h)
+// is judged by what it reaches, where the code imports it; the learner's own
+// definitions of the same name, and imports it does not reach from, are not.
+TEST(SymbolRules, ImportedInlineFunctionsAreJudgedByWhatTheyReach) {
+  const std::string get_operation = "_ZNK5torch3jit8Operator26getOperationForDispatchKeyEN3c1011DispatchKeyE";
+  const std::string softmax_wrapper = "_ZN5torch2nn10functional7softmaxERKN2at6TensorE";
+  grader::InlineReach reach = {
+      {get_operation, {"_ZNK3c1014OperatorHandle24callBoxedForDispatchKeyENS_11DispatchKeyE"}},
+      {"_ZN5torch2nn10functional6wrapperEv", {"_ZN2at4_ops29_scaled_dot_product_attention4callERKNS_6TensorE"}},
+      {"_ZN5torch2nn10functional8reachingEv", {"_ZN2at14RecordFunctionD1Ev"}},
+      {"_ZN5torch8autograd4NodeC2Ev", {"_ZN2at14RecordFunction6beforeEPKcl", "_ZN2at14RecordFunctionD1Ev"}},
+      {"_ZN3c1013InferenceModeC2Eb", {"_ZN3c104impl33_force_tls_local_dispatch_key_setENS0_19LocalDispatchKeySetE"}},
+      {"_ZN5torch3jit7quietlyEv", {"_ZN2at20enableRecordFunctionEb"}},
+      {"_ZN5torch3jit7helpersEv", {"_ZN5torch2nn22MultiheadAttentionImplD2Ev"}},
+      {softmax_wrapper, {}},
+  };
+  struct Row {
+    std::string name;
+    bool imported;
+    std::string finding;  // empty: none
+    bool refused;
+  };
+  const std::vector<Row> rows = {
+      {get_operation, true, "dispatcher by hand", true},
+      {"_ZN5torch2nn10functional6wrapperEv", true, "forbidden operator scaled_dot_product", false},
+      {softmax_wrapper, true, "", false},
+      // The exercise's forbidden names judge the file's own symbols only: LibTorch's
+      // inline code uses some where no built-in runs.
+      {"_ZN5torch3jit7helpersEv", true, "", false},
+      // Nor do the judge's broad rules that LibTorch's inline code meets in
+      // honest work: a RecordFunction run (an autograd Function's node), the
+      // dispatcher's thread-local keys (c10::InferenceMode).
+      {"_ZN5torch2nn10functional8reachingEv", true, "", false},
+      {"_ZN5torch8autograd4NodeC2Ev", true, "", false},
+      {"_ZN3c1013InferenceModeC2Eb", true, "", false},
+      // The recording switched off inside one is found.
+      {"_ZN5torch3jit7quietlyEv", true, "recording off", false},
+      // The learner's own function of that name: its own code, already in its object.
+      {get_operation, false, "", false},
+      {"_ZN2at4_ops6matmul4callERKNS_6TensorES4_", true, "", false},
+  };
+  for (const auto& row : rows) {
+    auto findings = forbidden_symbols_in(row.imported ? imported(row.name) : defined(row.name), sdpa(), reach);
+    std::string all;
+    for (const auto& item : findings.all) all += item + "\n";
+    if (row.finding.empty()) {
+      EXPECT_TRUE(findings.all.empty()) << row.name << "\n" << all;
+    } else {
+      EXPECT_NE(all.find(row.finding), std::string::npos) << row.name << "\n" << all;
+      EXPECT_NE(all.find("reached through the inline function " + row.name), std::string::npos) << all;
+    }
+    EXPECT_EQ(!findings.refuses_run.empty(), row.refused) << row.name << "\n" << all;
+  }
+}
+
+TEST(SymbolRules, EveryPatternFollowedInsideInlineCodeIsARule) {
+  EXPECT_EQ(grader::followed_patterns_without_a_rule(), std::vector<std::string>{});
+}
+
+// The build's reading of an object's references: a function is listed with
+// what it reaches, through any number of the object's own functions, and only
+// what a rule names; one that reaches nothing named is not listed.
+TEST(InlineReach, ObjectReferencesAreFollowedThroughTheObjectsOwnFunctions) {
+  const auto dir = fs::temp_directory_path() / ("grader-inline-reach-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "graph.cpp") << "extern \"C\" void forbidden_thing();\n"
+                                      "extern \"C\" void harmless_thing();\n"
+                                      "static void inner() { forbidden_thing(); }\n"
+                                      "void middle() { inner(); }\n"
+                                      "void outer() { middle(); harmless_thing(); }\n"
+                                      "void clean() { harmless_thing(); }\n"
+                                      "struct Base { virtual void run() { forbidden_thing(); } virtual ~Base() = default; };\n"
+                                      "Base* make() { return new Base; }\n";
+  const auto object = dir / "graph.o";
+  // The system's C++ compiler (the one the grader is built with), with code
+  // as the precompiled headers' is: position-independent, a section per function.
+  ASSERT_EQ(std::system((std::string("c++ -std=c++17 -O0 -fPIC -ffunction-sections -c ") + (dir / "graph.cpp").string() + " -o " +
+                         object.string())
+                            .c_str()),
+            0);
+  grader::ReferenceGraph graph;
+  graph.add_object(object);
+  auto reach = graph.reaching([](const std::string& name) { return name == "forbidden_thing"; });
+  EXPECT_EQ(reach["_Z6middlev"], std::vector<std::string>{"forbidden_thing"});
+  EXPECT_EQ(reach["_Z5outerv"], std::vector<std::string>{"forbidden_thing"});
+  EXPECT_EQ(reach.count("_Z5cleanv"), 0u);
+  // Through the vtable a constructor refers to.
+  EXPECT_EQ(reach["_Z4makev"], std::vector<std::string>{"forbidden_thing"});
+  // The file the build writes reads back the same.
+  grader::write_inline_reach(dir / "graph.reach", reach);
+  auto back = grader::read_inline_reach(dir / "graph.reach");
+  EXPECT_EQ(back.size(), reach.size());
+  EXPECT_EQ(back["_Z5outerv"], std::vector<std::string>{"forbidden_thing"});
+  EXPECT_THROW(graph.add_object(dir / "graph.cpp"), grader::GraderFault);  // not an object
+  fs::remove_all(dir);
 }
 
 // Which submissions compile against LibTorch's whole API precompiled: an

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -20,6 +22,7 @@
 #include "base/profile.h"
 #include "base/errors.h"
 #include "judge/include_policy.h"
+#include "judge/inline_reach.h"
 #include "judge/symbol_rules.h"
 
 namespace grader {
@@ -391,6 +394,26 @@ ChildOutcome list_symbols(const Compilation& c, const fs::path& file) {
   return c.step.run({c.toolchain.readelf, "--syms", "--wide", file.string()}, 64 * 1024 * 1024);
 }
 
+// What the exercise's compiled inline functions reach (inline_reach.h), read
+// once per file and build: the same for every grade of the exercise.
+std::shared_ptr<const InlineReach> inline_reach_of(const Toolchain& toolchain, const Exercise& exercise) {
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<fs::file_time_type, std::shared_ptr<const InlineReach>>> read;
+  auto path = toolchain.inline_reaches.find(exercise.id);
+  if (path == toolchain.inline_reaches.end()) return std::make_shared<const InlineReach>();
+  std::error_code error;
+  const auto written = fs::last_write_time(path->second, error);
+  if (error) {
+    throw GraderFault("what the compiled inline functions reach (" + path->second.string() +
+                      ") is missing: rebuild the grader (./grade does it)");
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& entry = read[path->second.string()];
+  if (!entry.second || entry.first != written)
+    entry = {written, std::make_shared<const InlineReach>(read_inline_reach(path->second))};
+  return entry.second;
+}
+
 // What the code's symbols and bytes show it doing that the checks forbid;
 // false where its symbols cannot be listed, which is then the result.
 bool audit_symbols(Compilation& c, const ChildOutcome& symbols) {
@@ -409,7 +432,7 @@ bool audit_symbols(Compilation& c, const ChildOutcome& symbols) {
                            "assembly.\n";
     return false;
   }
-  auto findings = forbidden_symbols_in(symbols.stdout_text, c.exercise);
+  auto findings = forbidden_symbols_in(symbols.stdout_text, c.exercise, *inline_reach_of(c.toolchain, c.exercise));
   c.result.forbidden_symbols = std::move(findings.all);
   c.result.refuses_run = std::move(findings.refuses_run);
   // Each of these reaches past the measurements: such code is not run.

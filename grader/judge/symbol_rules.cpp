@@ -1,6 +1,7 @@
 #include "judge/symbol_rules.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <sstream>
 
@@ -31,6 +32,10 @@ const SymbolRule kJudgeRules[] = {
     {"removeCallback", "removes the grader's operator callback", false},
     {"clearCallbacks", "removes the grader's operator callback", false},
     {"disableCallback", "disables the grader's operator callback", false},
+    // Narrower than the two above, for what inline functions reach (below).
+    {"enableRecordFunction", "switches LibTorch's operator recording off or on", false},
+    {"RecordFunctionGuard", "switches LibTorch's operator recording off or on", false},
+    {"set_record_function_tls_", "edits LibTorch's operator-recording state, which the grader relies on", false},
     // An operator's implementation called directly skips the dispatcher, and so the recording.
     {"2at6native", "calls an operator's implementation (at::native) directly, bypassing the dispatcher", false, false,
      "cpu"},
@@ -128,6 +133,31 @@ const SymbolRule kJudgeRules[] = {
     {"3c1015SetCPUAllocator", "replaces LibTorch's memory allocator", false, true, "c10"},
 };
 
+// The rules above that also judge what an imported inline function of
+// LibTorch's reaches (inline_reach.h): those whose every use reaches past the
+// measurements. Not the broad ones that LibTorch's own inline code uses in
+// honest work: an autograd Function's node records its call (a RecordFunction
+// run, not switched off), c10::InferenceMode sets the dispatcher's
+// thread-local keys (it leaves the recording on).
+const char* const kFollowedInsideInline[] = {
+    "GlobalCallback", "ThreadLocalCallback", "removeCallback", "clearCallbacks", "disableCallback",
+    "enableRecordFunction", "RecordFunctionGuard", "set_record_function_tls_",
+    "2at6native", "2at3cpu", "2at4cuda", "2at4meta", "2at25composite", "2at37composite", "2at38composite",
+    "2at10redispatch", "10redispatchE", "12VariableType", "N6grader", "NK6grader", "grader_run_case",
+    "dlsym", "dlvsym", "dlopen", "dlmopen", "dladdr", "dladdr1", "dlinfo", "dl_iterate_phdr", "_r_debug",
+    "__libc_dlsym", "__libc_dlopen_mode", "_dl_sym",
+    "10Dispatcher", "14OperatorHandle", "callBoxed", "redispatchBoxed", "findSchema", "14KernelFunction",
+    "13OperatorEntry", "ThreadLocalState",
+    "dup", "dup2", "dup3", "fcntl", "fcntl64", "getauxval", "_DYNAMIC", "__libc_stack_end", "mprotect",
+    "mmap", "mmap64", "mremap", "brk", "sbrk", "memfd_create", "__libc_malloc", "__libc_calloc", "__libc_realloc",
+    "__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__mmap", "__sbrk", "__curbrk", "syscall",
+    "3c1012SetAllocator", "3c1015SetCPUAllocator",
+};
+bool followed_inside_inline(const char* pattern) {
+  return std::any_of(std::begin(kFollowedInsideInline), std::end(kFollowedInsideInline),
+                     [pattern](const char* followed) { return std::strcmp(followed, pattern) == 0; });
+}
+
 // Text in the compiled code (its string constants) that attention code has
 // no business holding, matched in the object's bytes after its ELF header.
 // (Not ELF's own magic number: a CUDA object embeds its kernels as ELF files.)
@@ -180,35 +210,82 @@ std::vector<std::string> libtorch_kernel_patterns(const std::string& library) {
   return patterns;
 }
 
-SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise) {
+namespace {
+
+// What the rules say of one symbol: each finding's words, and whether the
+// code must not run. `imported`: the code calls it (not the code's own).
+// `in_the_object`: the object's own symbol; else one an imported inline
+// function reaches (inline_reach.h), which the exercise's forbidden names do
+// not judge: they name what a file would have to name itself (a built-in
+// module's class), and LibTorch's own inline code uses some of them where no
+// built-in runs (every tensor made by torch::eye holds a ForwardGrad).
+struct RuleHit {
+  std::string what;
+  bool refuses_run = false;
+};
+std::vector<RuleHit> rules_naming(const std::string& name, bool imported, const Exercise& exercise,
+                                  bool in_the_object = true) {
+  std::vector<RuleHit> hits;
+  for (const auto& rule : kJudgeRules) {
+    if (!in_the_object && !followed_inside_inline(rule.pattern)) continue;
+    if (rule.exact ? name == rule.pattern : name.find(rule.pattern) != std::string::npos)
+      hits.push_back({std::string("your code ") + rule.why, rule.refuses_run});
+  }
+  // The exercise's built-ins, wherever they appear (an inline one compiled
+  // in, or imported from the grader's compiled headers: inline_reach.h).
+  for (const auto& pattern : exercise.forbidden_symbols) {
+    if (in_the_object && name.find(pattern) != std::string::npos)
+      hits.push_back({pattern + " is compiled into your code", false});
+  }
+  // A forbidden operator reached without the dispatcher's recording still
+  // has to be linked: its name is among the imported symbols. (Defined
+  // symbols are the learner's own, whose names may echo the exercise.)
+  for (const auto& pattern : exercise.forbidden_operators) {
+    if (imported && name.find(pattern) != std::string::npos)
+      hits.push_back({"the forbidden operator " + pattern + " is called by your code", false});
+  }
+  return hits;
+}
+
+}  // namespace
+
+std::vector<std::string> followed_patterns_without_a_rule() {
+  std::vector<std::string> missing;
+  for (const char* followed : kFollowedInsideInline) {
+    if (std::none_of(std::begin(kJudgeRules), std::end(kJudgeRules),
+                     [followed](const SymbolRule& rule) { return std::strcmp(rule.pattern, followed) == 0; }))
+      missing.emplace_back(followed);
+  }
+  return missing;
+}
+
+bool named_by_a_rule(const std::string& name, const Exercise& exercise) {
+  return !rules_naming(name, true, exercise, false).empty();
+}
+
+SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise,
+                                    const InlineReach& reach) {
   std::map<std::string, std::string> found;  // what it means -> the first symbol that showed it
   std::string refusing;                      // the first what of a rule that refuses the run
-  auto note = [&found](const std::string& what, const std::string& symbol) {
-    found.emplace(what, symbol.size() > 100 ? symbol.substr(0, 100) + "..." : symbol);
+  auto shorten = [](const std::string& symbol) { return symbol.size() > 100 ? symbol.substr(0, 100) + "..." : symbol; };
+  auto judge = [&](const std::string& name, bool imported, const std::string& shown, bool in_the_object) {
+    for (const auto& hit : rules_naming(name, imported, exercise, in_the_object)) {
+      found.emplace(hit.what, shown);
+      if (hit.refuses_run && refusing.empty()) refusing = hit.what;
+    }
   };
   std::istringstream lines(symbol_table);
   for (std::string line; std::getline(lines, line);) {
     auto symbol = parse_readelf_line(line);
     if (!symbol) continue;
-    const bool imported = symbol->imported;
-    for (const auto& rule : kJudgeRules) {
-      if (rule.exact ? symbol->name == rule.pattern : symbol->name.find(rule.pattern) != std::string::npos) {
-        note(std::string("your code ") + rule.why, symbol->name);
-        if (rule.refuses_run && refusing.empty()) refusing = std::string("your code ") + rule.why;
-      }
-    }
-    // The exercise's built-ins, wherever they appear (an inline one is compiled
-    // in, or imported from the grader's compiled headers, under its own name).
-    for (const auto& pattern : exercise.forbidden_symbols) {
-      if (symbol->name.find(pattern) != std::string::npos) note(pattern + " is compiled into your code", symbol->name);
-    }
-    // A forbidden operator reached without the dispatcher's recording still
-    // has to be linked: its name is among the imported symbols. (Defined
-    // symbols are the learner's own, whose names may echo the exercise.)
-    for (const auto& pattern : exercise.forbidden_operators) {
-      if (imported && symbol->name.find(pattern) != std::string::npos) {
-        note("the forbidden operator " + pattern + " is called by your code", symbol->name);
-      }
+    judge(symbol->name, symbol->imported, shorten(symbol->name), true);
+    // An inline function of LibTorch's that the grader compiled: judged by
+    // what it reaches, as if it were compiled into the code.
+    if (!symbol->imported) continue;
+    if (auto inside = reach.find(symbol->name); inside != reach.end()) {
+      for (const auto& reached : inside->second)
+        judge(reached, true, shorten(reached) + ", reached through the inline function " + shorten(symbol->name),
+              false);
     }
   }
   SymbolFindings findings;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "exercise/exercise.h"
+#include "judge/inline_reach.h"
 
 namespace grader {
 
@@ -17,7 +18,21 @@ struct SymbolFindings {
   std::vector<std::string> all;
   std::string refuses_run;
 };
-SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise);
+// `reach`: what each inline function of LibTorch that the grader compiled
+// (and the code imports) reaches, judged as if it were compiled into the code
+// (inline_reach.h).
+SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exercise& exercise,
+                                    const InlineReach& reach = {});
+
+// Whether any rule above would note `name` as a symbol an imported inline
+// function reaches (the judge's rules and the exercise's forbidden operators,
+// not its forbidden names): what the build keeps of what inline functions
+// reach (inline_reach.h).
+bool named_by_a_rule(const std::string& name, const Exercise& exercise);
+
+// The patterns the judge follows inside inline functions that name none of
+// its rules (a typo would follow nothing): empty (tests/judge_test.cpp).
+std::vector<std::string> followed_patterns_without_a_rule();
 
 // What the compiled code's bytes (its string constants) show it doing that
 // attention code never does (reading /proc): one line each.

@@ -60,11 +60,15 @@ Toolchain load_toolchain(const std::filesystem::path& file) {
       toolchain.cuda_root = value;
     else if (key == "cudart_dir")
       toolchain.cudart_dir = value;
-    else if (key == "driver" || key == "pch" || key == "api_pch") {
+    else if (key == "driver" || key == "pch" || key == "api_pch" || key == "inline_reach") {
       std::istringstream fields(value);
       std::string exercise, path;
       fields >> exercise >> path;
-      (key == "driver" ? toolchain.drivers : key == "pch" ? toolchain.pchs : toolchain.api_pchs)[exercise] = path;
+      auto& paths = key == "driver"  ? toolchain.drivers
+                    : key == "pch"   ? toolchain.pchs
+                    : key == "api_pch" ? toolchain.api_pchs
+                                       : toolchain.inline_reaches;
+      paths[exercise] = path;
     }
   }
   if (toolchain.cxx.empty() || toolchain.runner.empty() || toolchain.flags_file.empty()) {

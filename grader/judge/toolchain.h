@@ -44,6 +44,9 @@ struct Toolchain {
   // library: the module's compiled inline functions (and what
   // torch_api_support.h declares extern).
   std::string torch_api_library;
+  // exercise id -> what the inline functions the build compiled reach that
+  // its symbol rules name (judge/inline_reach.h); none where nothing is precompiled.
+  std::map<std::string, std::filesystem::path> inline_reaches;
   // exercise id -> its interface header precompiled on top of that module
   // (what a submission that includes <torch/torch.h> is compiled with).
   std::map<std::string, std::filesystem::path> api_pchs;
