@@ -259,8 +259,8 @@ TEST(SymbolRules, ImportedInlineFunctionsAreJudgedByWhatTheyReach) {
   }
 }
 
-TEST(SymbolRules, EveryPatternFollowedInsideInlineCodeIsARule) {
-  EXPECT_EQ(grader::followed_patterns_without_a_rule(), std::vector<std::string>{});
+TEST(SymbolRules, EveryPatternLeftUnfollowedInsideInlineCodeIsARule) {
+  EXPECT_EQ(grader::unfollowed_patterns_without_a_rule(), std::vector<std::string>{});
 }
 
 // The build's reading of an object's references: a function is listed with

@@ -9,19 +9,12 @@
 #include <sstream>
 
 #include "base/errors.h"
+#include "judge/compile_step.h"
 
 namespace grader {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_whole(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw GraderFault("cannot read " + file.string());
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 // A struct of the object's bytes at `offset`, or a fault where it would lie outside them.
 template <typename T>
@@ -55,7 +48,7 @@ size_t ReferenceGraph::node_for(const std::string& key, const std::string& name)
 }
 
 void ReferenceGraph::add_object(const fs::path& object) {
-  const std::string bytes = read_whole(object);
+  const std::string bytes = read_file(object);
   const auto header = at<Elf64_Ehdr>(bytes, 0, object);
   if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
       header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_type != ET_REL || header.e_shentsize != sizeof(Elf64_Shdr)) {

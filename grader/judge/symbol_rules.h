@@ -30,9 +30,10 @@ SymbolFindings forbidden_symbols_in(const std::string& symbol_table, const Exerc
 // reach (inline_reach.h).
 bool named_by_a_rule(const std::string& name, const Exercise& exercise);
 
-// The patterns the judge follows inside inline functions that name none of
-// its rules (a typo would follow nothing): empty (tests/judge_test.cpp).
-std::vector<std::string> followed_patterns_without_a_rule();
+// The patterns the judge does not follow inside inline functions that name
+// none of its rules (a typo would leave the rule it meant followed): empty
+// (tests/judge_test.cpp).
+std::vector<std::string> unfollowed_patterns_without_a_rule();
 
 // What the compiled code's bytes (its string constants) show it doing that
 // attention code never does (reading /proc): one line each.
